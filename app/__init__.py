@@ -1,0 +1,1 @@
+"""Tidings: email campaigns, feeds and watches, and account auth in one service."""

@@ -1,0 +1,293 @@
+"""The `tidings` command (Typer). Exit status 0 on success, 1 on a user error with one line on stderr."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.progress import Progress
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db import create_db_engine, make_session_factory, transaction
+from app.identity.accounts import create_user, find_user_by_email
+from app.identity.dependencies import Principal
+from app.identity.tokens import TOKEN_PREFIX, create_personal_token, hash_token
+from app.kit.errors import DomainError
+from app.models import Account, PersonalToken, User
+
+cli = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Tidings: email campaigns, feeds and watches."
+)
+db_cli = typer.Typer(no_args_is_help=True, help="Database migrations.")
+users_cli = typer.Typer(no_args_is_help=True, help="Users and their accounts.")
+tokens_cli = typer.Typer(no_args_is_help=True, help="Personal access tokens.")
+contacts_cli = typer.Typer(no_args_is_help=True, help="Contacts.")
+forms_cli = typer.Typer(no_args_is_help=True, help="Hosted sign-up forms.")
+cli.add_typer(db_cli, name="db")
+cli.add_typer(users_cli, name="users")
+cli.add_typer(tokens_cli, name="tokens")
+cli.add_typer(contacts_cli, name="contacts")
+cli.add_typer(forms_cli, name="forms")
+
+DEMO_EMAIL = "demo@example.com"
+IMPORT_BATCH = 1000
+T = TypeVar("T")
+
+
+def fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def with_session(settings: Settings, work: Callable[[Session], T]) -> T:
+    """Run `work` in one transaction on the configured database; user errors exit 1 with one line."""
+    engine = create_db_engine(settings.database_url)
+    try:
+        with transaction(make_session_factory(engine)) as session:
+            return work(session)
+    except DomainError as exc:
+        raise fail(exc.message) from exc
+    except SQLAlchemyError as exc:
+        raise fail(f"database error: {exc.__class__.__name__}: {str(exc).splitlines()[0]}") from exc
+    finally:
+        engine.dispose()
+
+
+def migrate(settings: Settings) -> None:
+    from app.migrate import upgrade_to_head
+
+    try:
+        upgrade_to_head(settings.database_url)
+    except SQLAlchemyError as exc:
+        raise fail(f"cannot migrate {settings.database_url}: {str(exc).splitlines()[0]}") from exc
+
+
+def user_by_email(session: Session, email: str) -> User:
+    user = find_user_by_email(session, email)
+    if user is None:
+        raise DomainError(1, f"no user with the email {email}")
+    return user
+
+
+@cli.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
+    no_scheduler: Annotated[
+        bool, typer.Option("--no-scheduler", help="Serve HTTP only, no background work")
+    ] = False,
+    demo: Annotated[bool, typer.Option("--demo", help="Make a demo account and print its token")] = False,
+    workers: Annotated[int, typer.Option(help="HTTP worker processes")] = 1,
+) -> None:
+    """Migrate the database to head, then serve the three APIs."""
+    import uvicorn
+
+    settings = Settings()
+    migrate(settings)
+    if demo:
+        token = with_session(settings, lambda s: ensure_demo(s, settings))
+        typer.echo(f"Demo account: {DEMO_EMAIL}")
+        typer.echo(f"API token:    {token}")
+        typer.echo(f"Docs:         http://{host}:{port}/docs")
+        outbox = settings.outbox_path.resolve()
+        typer.echo(f"Outbox:       {outbox} (where email goes while TIDINGS_SMTP_URL is unset)")
+    uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, log_level="info")
+
+
+def ensure_demo(session: Session, settings: Settings) -> str:
+    """The demo user and a token derived from the secret key, so every run prints the same token."""
+    user = find_user_by_email(session, DEMO_EMAIL)
+    if user is None:
+        user = create_user(session, email=DEMO_EMAIL, name="Demo", username="demo", password="demo-password")
+    digest = hmac.new(
+        settings.resolved_secret_key.encode(), b"tidings-demo-token", hashlib.sha256
+    ).hexdigest()
+    token = f"{TOKEN_PREFIX}demo_{digest[:40]}"
+    exists = session.scalars(
+        select(PersonalToken.id).where(PersonalToken.token_hash == hash_token(token))
+    ).first()
+    if exists is None:
+        session.add(
+            PersonalToken(user_id=user.id, name="demo", token_hash=hash_token(token), prefix=token[:12])
+        )
+    return token
+
+
+@db_cli.command("upgrade")
+def db_upgrade() -> None:
+    """Migrate the database to the newest revision."""
+    migrate(Settings())
+    typer.echo("database is at head")
+
+
+@db_cli.command("current")
+def db_current() -> None:
+    """Print the database's current revision."""
+    from app.migrate import current_revision
+
+    try:
+        typer.echo(current_revision(Settings().database_url) or "(empty database)")
+    except SQLAlchemyError as exc:
+        raise fail(str(exc).splitlines()[0]) from exc
+
+
+@users_cli.command("create")
+def users_create(
+    email: Annotated[str, typer.Option(help="Email, unique")],
+    name: Annotated[str, typer.Option(help="Display name")],
+    username: Annotated[str | None, typer.Option(help="Username for sign-in")] = None,
+    password: Annotated[str | None, typer.Option(help="Password for sign-in")] = None,
+    plan: Annotated[str, typer.Option(help="free, lifetime or empire")] = "empire",
+    contact_limit: Annotated[int, typer.Option(help="Contacts the account may hold")] = 10000,
+    staff: Annotated[bool, typer.Option("--staff", help="Mark the user as staff")] = False,
+    timezone: Annotated[str, typer.Option(help="IANA time zone of the account")] = "UTC",
+    warmup_days: Annotated[int, typer.Option(help="Days before the account may send")] = 0,
+) -> None:
+    """Make a user in a new account; prints the user id."""
+    settings = Settings()
+    migrate(settings)
+
+    def work(session: Session) -> int:
+        user = create_user(
+            session,
+            email=email,
+            name=name,
+            username=username,
+            password=password,
+            plan=plan,
+            contact_limit=contact_limit,
+            timezone=timezone,
+            is_staff=staff,
+            warmup_days=warmup_days,
+        )
+        return user.id
+
+    typer.echo(with_session(settings, work))
+
+
+@tokens_cli.command("create")
+def tokens_create(
+    email: Annotated[str, typer.Option(help="The token owner's email")],
+    name: Annotated[str, typer.Option(help="A label for the token")] = "",
+) -> None:
+    """Make a personal access token; prints the token alone (it is not shown again)."""
+    settings = Settings()
+    migrate(settings)
+    typer.echo(with_session(settings, lambda s: create_personal_token(s, user_by_email(s, email), name)[1]))
+
+
+def read_csv_rows(path: Path) -> Iterator[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        if reader.fieldnames is None or "email" not in [f.strip().lower() for f in reader.fieldnames]:
+            raise DomainError(1, f"{path} has no 'email' column in its header")
+        for row in reader:
+            yield {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+
+
+@contacts_cli.command("import")
+def contacts_import(
+    file: Annotated[Path, typer.Argument(help="CSV with an email column; first_name, last_name optional")],
+    email: Annotated[str, typer.Option(help="The account owner's email")],
+    list_id: Annotated[
+        list[int] | None, typer.Option("--list", help="Add every contact to this list")
+    ] = None,
+) -> None:
+    """Import contacts from CSV in batches of 1000, with a progress bar."""
+    from app.mail.contacts import ContactWrite, upsert_contacts
+    from app.mail.input import validate_email_text
+
+    if not file.is_file():
+        raise fail(f"no such file: {file}")
+    settings = Settings()
+    migrate(settings)
+    created = updated = skipped = 0
+
+    def import_batch(rows: list[dict[str, str]]) -> None:
+        nonlocal created, updated, skipped
+
+        def work(session: Session) -> None:
+            nonlocal created, updated, skipped
+            user = user_by_email(session, email)
+            principal = Principal(user=user, account=session.get_one(Account, user.account_id))
+            writes = []
+            for row in rows:
+                address = row.get("email", "")
+                if not validate_email_text(address):
+                    skipped += 1
+                    continue
+                writes.append(
+                    ContactWrite(
+                        email=address,
+                        first_name=row.get("first_name") or None,
+                        last_name=row.get("last_name") or None,
+                        lists=list(list_id or []),
+                    )
+                )
+            result = upsert_contacts(session, principal, writes, validation_status=400)
+            created += result.created
+            updated += result.updated
+
+        with_session(settings, work)
+
+    try:
+        with Progress(transient=True) as progress:
+            task = progress.add_task("importing", total=None)
+            batch: list[dict[str, str]] = []
+            for row in read_csv_rows(file):
+                batch.append(row)
+                if len(batch) == IMPORT_BATCH:
+                    import_batch(batch)
+                    progress.advance(task, len(batch))
+                    batch = []
+            if batch:
+                import_batch(batch)
+                progress.advance(task, len(batch))
+    except (DomainError, UnicodeDecodeError, csv.Error) as exc:
+        raise fail(str(exc)) from exc
+    typer.echo(f"created {created}, updated {updated}, skipped {skipped} invalid")
+
+
+@forms_cli.command("create")
+def forms_create(
+    email: Annotated[str, typer.Option(help="The account owner's email")],
+    title: Annotated[str, typer.Option(help="The form's title")],
+    list_id: Annotated[list[int], typer.Option("--list", help="A list the form subscribes to (repeatable)")],
+) -> None:
+    """Make a hosted sign-up form; prints its id and public URL."""
+    from app.mail.forms import create_form
+
+    settings = Settings()
+    migrate(settings)
+
+    def work(session: Session) -> int:
+        user = user_by_email(session, email)
+        return create_form(session, user.account_id, title, list_id).id
+
+    form_id = with_session(settings, work)
+    typer.echo(f"{form_id} {settings.base_url.rstrip('/')}/f/{form_id}")
+
+
+@cli.command("openapi")
+def openapi_write() -> None:
+    """Write the committed OpenAPI documents under openapi/ from the code."""
+    from app.openapi_docs import write_documents
+
+    for path in write_documents():
+        typer.echo(str(path))
+
+
+def main() -> None:
+    try:
+        cli()
+    except KeyboardInterrupt:
+        sys.exit(130)

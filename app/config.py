@@ -1,0 +1,63 @@
+"""Settings read from the environment (prefix TIDINGS_) and `.env`."""
+
+from __future__ import annotations
+
+import secrets
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+WEAK_SECRET_MIN_LENGTH = 32
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TIDINGS_", env_file=".env", extra="ignore")
+
+    env: Literal["development", "production", "test"] = "development"
+    database_url: str = "sqlite:///./var/tidings.db"
+    secret_key: str = ""
+    base_url: str = "http://127.0.0.1:8000"
+    smtp_url: str = ""
+    send_rate: float = 0
+    mail_rate_limit: str = "60/minute"
+    redis_url: str = ""
+    outbound_allow_private: bool = False
+    hn_api_url: str = "https://hn.algolia.com/api/v1"
+    reddit_url: str = "https://www.reddit.com"
+    engine_base_url: str = ""
+    engine_model: str = ""
+    engine_api_key: str = ""
+    auth_signup_enabled: bool = False
+    auth_username_change: Literal["never", "non_staff", "always"] = "never"
+    var_dir: Path = Path("./var")
+
+    @cached_property
+    def resolved_secret_key(self) -> str:
+        """The configured key, or one generated once into `var/secret_key` and reused after."""
+        if self.secret_key:
+            if self.env == "production" and len(self.secret_key) < WEAK_SECRET_MIN_LENGTH:
+                raise ValueError(
+                    "TIDINGS_SECRET_KEY is too weak for production: "
+                    f"use at least {WEAK_SECRET_MIN_LENGTH} characters"
+                )
+            return self.secret_key
+        if self.env == "production":
+            raise ValueError("TIDINGS_SECRET_KEY must be set when TIDINGS_ENV=production")
+        path = self.var_dir / "secret_key"
+        if path.exists():
+            return path.read_text().strip()
+        self.var_dir.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(48)
+        path.write_text(key)
+        path.chmod(0o600)
+        return key
+
+    @property
+    def outbox_path(self) -> Path:
+        return self.var_dir / "outbox"
+
+
+def get_settings() -> Settings:
+    return Settings()

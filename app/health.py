@@ -1,0 +1,20 @@
+"""GET /healthz: liveness and database reachability."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
+
+health_router = APIRouter(include_in_schema=False)
+
+
+@health_router.get("/healthz")
+def healthz(request: Request) -> JSONResponse:
+    try:
+        with request.app.state.session_factory() as session:
+            session.execute(text("SELECT 1"))
+    except SQLAlchemyError as exc:
+        return JSONResponse({"status": "error", "database": type(exc).__name__}, status_code=503)
+    return JSONResponse({"status": "ok", "database": "ok"})

@@ -1,0 +1,1 @@
+"""Accounts, users, passwords, personal tokens, and the `current_*` dependencies."""

@@ -1,0 +1,84 @@
+"""Making accounts and their users (CLI, demo, sign-up)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from email_validator import EmailNotValidError, validate_email
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.identity.passwords import hash_password
+from app.kit.errors import DomainError
+from app.kit.time import utcnow
+from app.models import PLANS, Account, User
+
+USERNAME_PATTERN = re.compile(r"^[a-zA-Z0-9_.]{3,30}$")
+
+
+def find_user_by_email(session: Session, email: str) -> User | None:
+    return session.scalars(select(User).where(User.email_key == email.strip().lower())).first()
+
+
+def create_user(
+    session: Session,
+    *,
+    email: str,
+    name: str,
+    username: str | None = None,
+    password: str | None = None,
+    plan: str = "empire",
+    contact_limit: int = 10000,
+    timezone: str = "UTC",
+    is_staff: bool = False,
+    warmup_days: int = 0,
+) -> User:
+    """A user in a new account of its own. Raises DomainError(400) on any invalid or taken value."""
+    try:
+        email = validate_email(email.strip(), check_deliverability=False).normalized
+    except EmailNotValidError as exc:
+        raise DomainError(400, f"Invalid email: {exc}") from exc
+    if not name.strip():
+        raise DomainError(400, "The name must not be empty.")
+    if plan not in PLANS:
+        raise DomainError(400, f"Unknown plan {plan!r}: use one of {', '.join(PLANS)}.")
+    if contact_limit < 0:
+        raise DomainError(400, "The contact limit must not be negative.")
+    if warmup_days < 0:
+        raise DomainError(400, "The warm-up must not be negative.")
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise DomainError(400, f"Unknown time zone {timezone!r}.") from exc
+    if find_user_by_email(session, email) is not None:
+        raise DomainError(400, f"A user with the email {email} already exists.")
+    username_key = None
+    if username is not None:
+        if not USERNAME_PATTERN.match(username):
+            raise DomainError(400, "A username is 3 to 30 letters, digits, underscores or dots.")
+        username_key = username.lower()
+        if session.scalars(select(User.id).where(User.username == username_key)).first() is not None:
+            raise DomainError(400, f"The username {username} is taken.")
+    account = Account(
+        plan=plan,
+        contact_limit=contact_limit,
+        timezone=timezone,
+        warmup_until=utcnow() + timedelta(days=warmup_days) if warmup_days else None,
+    )
+    session.add(account)
+    session.flush()
+    user = User(
+        account_id=account.id,
+        email=email,
+        email_key=email.lower(),
+        name=name.strip(),
+        username=username_key,
+        display_username=username,
+        password_hash=hash_password(password) if password else None,
+        is_staff=is_staff,
+    )
+    session.add(user)
+    session.flush()
+    return user

@@ -1,0 +1,1 @@
+"""Small shared pieces every domain may import."""

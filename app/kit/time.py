@@ -1,0 +1,18 @@
+"""The clock and the one timestamp format of the APIs (UTC, ISO 8601 with `Z`)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(value: datetime | None) -> str | None:
+    """UTC ISO 8601 with six fractional digits and `Z`, as SendFox (Laravel) writes its timestamps."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,1 @@
+"""The email campaign API (seed 000, SendFox-compatible)."""

@@ -1,0 +1,430 @@
+"""Automations: one trigger and an ordered sequence of emails (each stored as a campaign of its own).
+
+An automation is created inactive unless `active` is given. Its emails are numbered by send_order
+from 1; moving one (PATCH /automation-emails/{id} with send_order) shifts the others to make room.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from app.db import SessionDep
+from app.identity.dependencies import PaidMailUser, Principal
+from app.kit.errors import NotFound, ValidationFailed
+from app.kit.time import utcnow
+from app.mail.campaign_rules import FromEmail, Html, Short, Subject
+from app.mail.campaigns import campaign_views
+from app.mail.common import owned, paginate
+from app.mail.input import MailInput, validate
+from app.mail.schemas import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
+from app.mail.stats import campaign_stats
+from app.models import Automation, AutomationItem, AutomationTrigger, Campaign, ContactList, Deliverable
+
+AUTOMATIONS_PER_PAGE = 100
+DEFAULT_DELAY_HOURS = 24
+
+TriggerType = Literal["apply_list", "open_campaign", "click_campaign"]
+DelayHours = Annotated[int, Field(ge=0, le=5000)]
+
+router = APIRouter(tags=["Automations"])
+
+
+class AutomationCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: Short
+    trigger_type: TriggerType | None = None
+    trigger_list_id: int | None = None
+    trigger_campaign_id: int | None = None
+    active: bool = False
+
+
+class AutomationUpdate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: Short | None = None
+    active: bool | None = None
+    trigger_type: TriggerType | None = None
+    trigger_list_id: int | None = None
+    trigger_campaign_id: int | None = None
+
+
+class AutomationEmailCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    subject: Subject
+    html: Html
+    from_name: Short
+    from_email: FromEmail
+    delay_hours: DelayHours | None = None
+
+
+class AutomationEmailUpdate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    subject: Subject | None = None
+    html: Html | None = None
+    from_name: Short | None = None
+    from_email: FromEmail | None = None
+    delay_hours: DelayHours | None = None
+    send_order: Annotated[int, Field(ge=1)] | None = None
+
+
+# ---------------------------------------------------------------------------------------------- service
+
+
+def automation_views(
+    session: Session, automations: list[Automation], *, with_stats: bool
+) -> list[dict[str, Any]]:
+    """Automations with triggers and items (each with its campaign), in a fixed number of queries."""
+    ids = [a.id for a in automations]
+    triggers: dict[int, list[AutomationTrigger]] = defaultdict(list)
+    items: dict[int, list[AutomationItem]] = defaultdict(list)
+    if ids:
+        for trigger in session.scalars(
+            select(AutomationTrigger)
+            .where(AutomationTrigger.automation_id.in_(ids))
+            .order_by(AutomationTrigger.id)
+        ):
+            triggers[trigger.automation_id].append(trigger)
+        for item in session.scalars(
+            select(AutomationItem)
+            .where(AutomationItem.automation_id.in_(ids))
+            .order_by(AutomationItem.send_order, AutomationItem.id)
+        ):
+            items[item.automation_id].append(item)
+    return [
+        {
+            "id": a.id,
+            "user_id": a.user_id,
+            "title": a.title,
+            "active": a.active,
+            "created_at": a.created_at,
+            "updated_at": a.updated_at,
+            "automation_triggers": triggers[a.id],
+            "automation_items": item_views(session, items[a.id], with_stats=with_stats)
+            if items[a.id]
+            else [],
+        }
+        for a in automations
+    ]
+
+
+def item_views(session: Session, items: list[AutomationItem], *, with_stats: bool) -> list[dict[str, Any]]:
+    campaigns = {
+        c.id: c
+        for c in session.scalars(select(Campaign).where(Campaign.id.in_([i.campaign_id for i in items])))
+    }
+    campaign_dicts = {view["id"]: view for view in campaign_views(session, list(campaigns.values()))}
+    if with_stats:
+        for campaign_id, stats in campaign_stats(session, list(campaign_dicts)).items():
+            campaign_dicts[campaign_id]["stats"] = stats
+    return [
+        {
+            "id": i.id,
+            "automation_id": i.automation_id,
+            "campaign_id": i.campaign_id,
+            "delay_hours": i.delay_hours,
+            "send_order": i.send_order,
+            "campaign": campaign_dicts[i.campaign_id],
+            "created_at": i.created_at,
+            "updated_at": i.updated_at,
+        }
+        for i in items
+    ]
+
+
+def resolve_trigger(
+    session: Session,
+    principal: Principal,
+    trigger_type: str | None,
+    list_id: int | None,
+    campaign_id: int | None,
+) -> tuple[str, int | None, int | None] | None:
+    """Check a trigger's target: apply_list needs a live list, open and click a live campaign (422)."""
+    if trigger_type is None:
+        if list_id is not None or campaign_id is not None:
+            raise ValidationFailed(
+                {"trigger_type": ["The trigger type field is required with a trigger target."]}
+            )
+        return None
+    account_id = principal.account.id
+    if trigger_type == "apply_list":
+        if list_id is None:
+            raise ValidationFailed(
+                {
+                    "trigger_list_id": [
+                        "The trigger list id field is required when trigger type is apply_list."
+                    ]
+                }
+            )
+        found = session.get(ContactList, list_id)
+        if found is None or found.account_id != account_id or found.deleted_at is not None:
+            raise ValidationFailed({"trigger_list_id": ["The selected trigger list id is invalid."]})
+        return trigger_type, list_id, None
+    if campaign_id is None:
+        raise ValidationFailed(
+            {
+                "trigger_campaign_id": [
+                    f"The trigger campaign id field is required when trigger type is {trigger_type}."
+                ]
+            }
+        )
+    campaign = session.get(Campaign, campaign_id)
+    if campaign is None or campaign.account_id != account_id or campaign.deleted_at is not None:
+        raise ValidationFailed({"trigger_campaign_id": ["The selected trigger campaign id is invalid."]})
+    return trigger_type, None, campaign_id
+
+
+def replace_trigger(
+    session: Session, automation: Automation, trigger: tuple[str, int | None, int | None]
+) -> None:
+    for existing in session.scalars(
+        select(AutomationTrigger).where(AutomationTrigger.automation_id == automation.id)
+    ):
+        session.delete(existing)
+    session.flush()
+    trigger_type, list_id, campaign_id = trigger
+    session.add(
+        AutomationTrigger(
+            automation_id=automation.id, type=trigger_type, list_id=list_id, campaign_id=campaign_id
+        )
+    )
+
+
+def cancel_automation_sends(session: Session, automation_id: int) -> None:
+    session.execute(
+        update(Deliverable)
+        .where(
+            Deliverable.state == "queued",
+            Deliverable.campaign_id.in_(select(Campaign.id).where(Campaign.automation_id == automation_id)),
+        )
+        .values(state="cancelled", updated_at=utcnow())
+    )
+
+
+def renumber(
+    session: Session, automation_id: int, moved: AutomationItem | None = None, position: int = 0
+) -> None:
+    """Number the automation's items 1..n; `moved` goes to `position` (1-based, clamped) first."""
+    items = list(
+        session.scalars(
+            select(AutomationItem)
+            .where(AutomationItem.automation_id == automation_id)
+            .order_by(AutomationItem.send_order, AutomationItem.id)
+        )
+    )
+    if moved is not None:
+        items = [i for i in items if i.id != moved.id]
+        items.insert(min(max(position, 1), len(items) + 1) - 1, moved)
+    now = utcnow()
+    for order, item in enumerate(items, start=1):
+        if item.send_order != order:
+            item.send_order = order
+            item.updated_at = now
+
+
+def owned_item(session: Session, item_id: int, principal: Principal) -> tuple[AutomationItem, Automation]:
+    item = session.get(AutomationItem, item_id)
+    automation = session.get(Automation, item.automation_id) if item else None
+    if (
+        item is None
+        or automation is None
+        or automation.account_id != principal.account.id
+        or automation.deleted_at is not None
+    ):
+        raise NotFound("Automation email not found.")
+    return item, automation
+
+
+# ---------------------------------------------------------------------------------------------- routes
+
+
+@router.get("/automations", response_model=Page[AutomationOut], summary="List automations")
+def list_automations(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    query = (
+        select(Automation)
+        .where(Automation.account_id == principal.account.id, Automation.deleted_at.is_(None))
+        .order_by(Automation.id)
+    )
+    paged = paginate(session, request, query, AUTOMATIONS_PER_PAGE)
+    return paged.envelope(automation_views(session, paged.rows, with_stats=False))
+
+
+@router.post(
+    "/automations",
+    status_code=201,
+    response_model=AutomationOut,
+    summary="Create an automation",
+    responses={403: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+)
+def create_automation(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
+    body = validate(AutomationCreate, raw, status=422)
+    trigger = resolve_trigger(
+        session, principal, body.trigger_type, body.trigger_list_id, body.trigger_campaign_id
+    )
+    automation = Automation(
+        account_id=principal.account.id, user_id=principal.user.id, title=body.title, active=body.active
+    )
+    session.add(automation)
+    session.flush()
+    if trigger is not None:
+        replace_trigger(session, automation, trigger)
+        session.flush()
+    return automation_views(session, [automation], with_stats=False)[0]
+
+
+@router.get(
+    "/automations/{id}",
+    response_model=AutomationOut,
+    summary="Get an automation with its triggers, emails and their stats",
+    responses={404: {"model": ErrorOut}},
+)
+def get_automation(id: int, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
+    return automation_views(session, [automation], with_stats=True)[0]
+
+
+@router.patch(
+    "/automations/{id}",
+    response_model=AutomationOut,
+    summary="Edit an automation",
+    responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+)
+def update_automation(
+    id: int, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> dict[str, Any]:
+    automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
+    body = validate(AutomationUpdate, raw, status=422)
+    given = body.model_fields_set
+    if "title" in given:
+        if body.title is None:
+            raise ValidationFailed({"title": ["The title field is required."]})
+        automation.title = body.title
+    if body.active is not None:
+        automation.active = body.active
+    if given & {"trigger_type", "trigger_list_id", "trigger_campaign_id"}:
+        current = session.scalars(
+            select(AutomationTrigger).where(AutomationTrigger.automation_id == automation.id)
+        ).first()
+        trigger_type = body.trigger_type or (current.type if current else None)
+        same_type = current is not None and current.type == trigger_type
+        list_id = (
+            body.trigger_list_id
+            if "trigger_list_id" in given
+            else (current.list_id if same_type and current else None)
+        )
+        campaign_id = (
+            body.trigger_campaign_id
+            if "trigger_campaign_id" in given
+            else (current.campaign_id if same_type and current else None)
+        )
+        trigger = resolve_trigger(session, principal, trigger_type, list_id, campaign_id)
+        if trigger is not None:
+            replace_trigger(session, automation, trigger)
+    automation.updated_at = utcnow()
+    session.flush()
+    return automation_views(session, [automation], with_stats=False)[0]
+
+
+@router.delete(
+    "/automations/{id}",
+    response_model=MessageOut,
+    summary="Delete an automation and cancel what it has scheduled",
+    responses={404: {"model": ErrorOut}},
+)
+def delete_automation(id: int, session: SessionDep, principal: PaidMailUser) -> MessageOut:
+    automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
+    now = utcnow()
+    automation.deleted_at = now
+    cancel_automation_sends(session, automation.id)
+    session.execute(
+        update(Campaign)
+        .where(Campaign.automation_id == automation.id, Campaign.deleted_at.is_(None))
+        .values(deleted_at=now)
+    )
+    session.flush()
+    return MessageOut(message="Automation deleted.")
+
+
+@router.post(
+    "/automations/{id}/emails",
+    status_code=201,
+    response_model=AutomationItemOut,
+    summary="Add an email to an automation",
+    responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+)
+def add_automation_email(
+    id: int, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> dict[str, Any]:
+    automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
+    body = validate(AutomationEmailCreate, raw, status=422)
+    last_order = session.scalar(
+        select(func.max(AutomationItem.send_order)).where(AutomationItem.automation_id == automation.id)
+    )
+    delay = (
+        body.delay_hours
+        if body.delay_hours is not None
+        else (0 if last_order is None else DEFAULT_DELAY_HOURS)
+    )
+    campaign = Campaign(
+        account_id=principal.account.id,
+        automation_id=automation.id,
+        title=body.subject,
+        subject=body.subject,
+        html=body.html,
+        from_name=body.from_name,
+        from_email=body.from_email,
+        timezone=principal.account.timezone or None,
+    )
+    session.add(campaign)
+    session.flush()
+    item = AutomationItem(
+        automation_id=automation.id,
+        campaign_id=campaign.id,
+        delay_hours=delay,
+        send_order=(last_order or 0) + 1,
+    )
+    session.add(item)
+    session.flush()
+    return item_views(session, [item], with_stats=False)[0]
+
+
+@router.patch(
+    "/automation-emails/{id}",
+    response_model=AutomationItemOut,
+    summary="Edit an automation email, its delay or its place in the sequence",
+    responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+)
+def update_automation_email(
+    id: int, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> dict[str, Any]:
+    item, automation = owned_item(session, id, principal)
+    body = validate(AutomationEmailUpdate, raw, status=422)
+    given = body.model_fields_set
+    nulled = [
+        n for n in ("subject", "html", "from_name", "from_email") if n in given and getattr(body, n) is None
+    ]
+    if nulled:
+        raise ValidationFailed({n: [f"The {n.replace('_', ' ')} field is required."] for n in nulled})
+    campaign = session.get_one(Campaign, item.campaign_id)
+    now = utcnow()
+    for name in ("subject", "html", "from_name", "from_email"):
+        if name in given:
+            setattr(campaign, name, getattr(body, name))
+            campaign.updated_at = now
+    if body.subject is not None:
+        campaign.title = body.subject
+    if body.delay_hours is not None:
+        item.delay_hours = body.delay_hours
+    if body.send_order is not None:
+        renumber(session, automation.id, moved=item, position=body.send_order)
+    item.updated_at = now
+    session.flush()
+    return item_views(session, [item], with_stats=False)[0]

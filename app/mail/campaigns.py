@@ -1,0 +1,298 @@
+"""Campaigns: the /campaigns routes and the state rules of the seed (draft, scheduled, sent, deleted).
+
+A campaign has no status column: scheduled_at, sent_at and deleted_at say where it is. Once a worker
+has set sent_at, PATCH, DELETE and send answer 409. A scheduled campaign that has not started sending
+may still be edited, unscheduled (scheduled_at null) or deleted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from app.db import SessionDep
+from app.identity.dependencies import PaidMailUser, Principal
+from app.kit.errors import Conflict, DomainError, NotFound, ValidationFailed
+from app.kit.time import utcnow
+from app.mail.campaign_rules import (
+    FromEmail,
+    Html,
+    Short,
+    Subject,
+    TimeZoneName,
+    check_can_send,
+    check_timezone_configured,
+    live_list_ids,
+    to_utc,
+)
+from app.mail.common import check_list_ids, paginate
+from app.mail.input import ListIds, MailInput, validate
+from app.mail.schemas import CampaignOut, CampaignStatsOut, ErrorOut, MessageOut, Page
+from app.mail.stats import campaign_stats
+from app.models import Campaign, CampaignList, ContactList
+
+CAMPAIGNS_PER_PAGE = 100
+
+router = APIRouter(tags=["Campaigns"])
+
+
+class CampaignCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: Short
+    subject: Subject
+    html: Html
+    from_name: Short
+    from_email: FromEmail
+    scheduled_at: datetime | None = None
+    timezone: TimeZoneName = None
+    lists: ListIds = []
+
+
+class CampaignUpdate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: Short | None = None
+    subject: Subject | None = None
+    html: Html | None = None
+    from_name: Short | None = None
+    from_email: FromEmail | None = None
+    scheduled_at: datetime | None = None
+    timezone: TimeZoneName = None
+    lists: ListIds | None = None
+
+
+REQUIRED_ON_UPDATE = ("title", "subject", "html", "from_name", "from_email")
+
+
+def campaign_views(session: Session, campaigns: list[Campaign]) -> list[dict[str, Any]]:
+    """Campaigns with their list ids, in one query for the lot."""
+    lists_of: dict[int, list[int]] = defaultdict(list)
+    ids = [c.id for c in campaigns]
+    if ids:
+        rows = session.execute(
+            select(CampaignList.campaign_id, CampaignList.list_id)
+            .join(ContactList, ContactList.id == CampaignList.list_id)
+            .where(CampaignList.campaign_id.in_(ids), ContactList.deleted_at.is_(None))
+            .order_by(CampaignList.list_id)
+        ).all()
+        for campaign_id, list_id in rows:
+            lists_of[campaign_id].append(list_id)
+    return [
+        {
+            "id": c.id,
+            "title": c.title,
+            "subject": c.subject,
+            "html": c.html,
+            "from_name": c.from_name,
+            "from_email": c.from_email,
+            "scheduled_at": c.scheduled_at,
+            "sent_at": c.sent_at,
+            "timezone": c.timezone,
+            "lists": lists_of[c.id],
+            "created_at": c.created_at,
+            "updated_at": c.updated_at,
+        }
+        for c in campaigns
+    ]
+
+
+def set_campaign_lists(session: Session, campaign_id: int, list_ids: list[int]) -> None:
+    session.execute(delete(CampaignList).where(CampaignList.campaign_id == campaign_id))
+    for list_id in list_ids:
+        session.add(CampaignList(campaign_id=campaign_id, list_id=list_id))
+
+
+def regular_campaign(session: Session, campaign_id: int, account_id: int) -> Campaign:
+    """A live campaign of the account that is not an automation email (those are edited elsewhere)."""
+    campaign = session.get(Campaign, campaign_id)
+    if (
+        campaign is None
+        or campaign.account_id != account_id
+        or campaign.deleted_at is not None
+        or campaign.automation_id is not None
+    ):
+        raise NotFound("Campaign not found.")
+    return campaign
+
+
+def any_campaign(session: Session, campaign_id: int, account_id: int) -> Campaign:
+    campaign = session.get(Campaign, campaign_id)
+    if campaign is None or campaign.account_id != account_id or campaign.deleted_at is not None:
+        raise NotFound("Campaign not found.")
+    return campaign
+
+
+def schedule_checks(principal: Principal, list_ids: list[int], timezone: str | None) -> str:
+    """What scheduling needs: a list (422), a time zone (422), an account out of warm-up (403)."""
+    if not list_ids:
+        raise ValidationFailed({"lists": ["At least one list is required to schedule a campaign."]})
+    timezone = check_timezone_configured(timezone)
+    check_can_send(principal.account)
+    return timezone
+
+
+def reject_if_sent(campaign: Campaign) -> None:
+    if campaign.sent_at is not None:
+        raise Conflict("Campaign has already been sent.", code="already_sent")
+
+
+@router.get("/campaigns", response_model=Page[CampaignOut], summary="List campaigns")
+def list_campaigns(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    query = (
+        select(Campaign)
+        .where(
+            Campaign.account_id == principal.account.id,
+            Campaign.deleted_at.is_(None),
+            Campaign.automation_id.is_(None),
+        )
+        .order_by(Campaign.id)
+    )
+    paged = paginate(session, request, query, CAMPAIGNS_PER_PAGE)
+    return paged.envelope(campaign_views(session, paged.rows))
+
+
+@router.post(
+    "/campaigns",
+    status_code=201,
+    response_model=CampaignOut,
+    summary="Create a campaign (a draft, or scheduled when scheduled_at is given)",
+    responses={403: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+)
+def create_campaign(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
+    body = validate(CampaignCreate, raw, status=422)
+    list_ids = check_list_ids(session, principal.account.id, body.lists, "lists", 422)
+    timezone = body.timezone or principal.account.timezone or None
+    scheduled_at = None
+    if body.scheduled_at is not None:
+        timezone = schedule_checks(principal, list_ids, timezone)
+        scheduled_at = to_utc(body.scheduled_at, timezone)
+    campaign = Campaign(
+        account_id=principal.account.id,
+        title=body.title,
+        subject=body.subject,
+        html=body.html,
+        from_name=body.from_name,
+        from_email=body.from_email,
+        timezone=timezone,
+        scheduled_at=scheduled_at,
+    )
+    session.add(campaign)
+    session.flush()
+    set_campaign_lists(session, campaign.id, list_ids)
+    session.flush()
+    return campaign_views(session, [campaign])[0]
+
+
+@router.get(
+    "/campaigns/{id}",
+    response_model=CampaignOut,
+    summary="Get a campaign",
+    responses={404: {"model": ErrorOut}},
+)
+def get_campaign(id: int, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    return campaign_views(session, [any_campaign(session, id, principal.account.id)])[0]
+
+
+@router.patch(
+    "/campaigns/{id}",
+    response_model=CampaignOut,
+    summary="Edit a campaign that has not been sent",
+    responses={
+        403: {"model": ErrorOut},
+        404: {"model": ErrorOut},
+        409: {"model": ErrorOut},
+        422: {"model": ErrorOut},
+    },
+)
+def update_campaign(id: int, session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
+    campaign = regular_campaign(session, id, principal.account.id)
+    reject_if_sent(campaign)
+    body = validate(CampaignUpdate, raw, status=422)
+    given = body.model_fields_set
+    nulled = [name for name in REQUIRED_ON_UPDATE if name in given and getattr(body, name) is None]
+    if nulled:
+        raise ValidationFailed(
+            {name: [f"The {name.replace('_', ' ')} field is required."] for name in nulled}
+        )
+    for name in REQUIRED_ON_UPDATE:
+        if name in given:
+            setattr(campaign, name, getattr(body, name))
+    if body.timezone is not None:
+        campaign.timezone = body.timezone
+    if body.lists is not None:
+        list_ids = check_list_ids(session, principal.account.id, body.lists, "lists", 422)
+        set_campaign_lists(session, campaign.id, list_ids)
+        session.flush()
+    if "scheduled_at" in given:
+        if body.scheduled_at is None:
+            campaign.scheduled_at = None
+        else:
+            timezone = schedule_checks(principal, live_list_ids(session, campaign.id), campaign.timezone)
+            campaign.timezone = timezone
+            campaign.scheduled_at = to_utc(body.scheduled_at, timezone)
+    elif (
+        campaign.scheduled_at is not None
+        and body.lists is not None
+        and not live_list_ids(session, campaign.id)
+    ):
+        raise ValidationFailed({"lists": ["A scheduled campaign needs at least one list."]})
+    campaign.updated_at = utcnow()
+    session.flush()
+    return campaign_views(session, [campaign])[0]
+
+
+@router.delete(
+    "/campaigns/{id}",
+    response_model=MessageOut,
+    summary="Delete a campaign that has not been sent",
+    responses={404: {"model": ErrorOut}, 409: {"model": ErrorOut}},
+)
+def delete_campaign(id: int, session: SessionDep, principal: PaidMailUser) -> MessageOut:
+    campaign = regular_campaign(session, id, principal.account.id)
+    reject_if_sent(campaign)
+    campaign.deleted_at = utcnow()
+    session.flush()
+    return MessageOut(message="Campaign deleted.")
+
+
+@router.post(
+    "/campaigns/{id}/send",
+    response_model=CampaignOut,
+    summary="Send a draft campaign now",
+    responses={
+        400: {"model": ErrorOut},
+        403: {"model": ErrorOut},
+        404: {"model": ErrorOut},
+        409: {"model": ErrorOut},
+    },
+)
+def send_campaign(id: int, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    campaign = regular_campaign(session, id, principal.account.id)
+    reject_if_sent(campaign)
+    if campaign.scheduled_at is not None:
+        raise Conflict("Campaign is already scheduled.", code="already_scheduled")
+    if not live_list_ids(session, campaign.id):
+        raise DomainError(400, "The campaign has no lists: assign at least one list before sending.")
+    check_can_send(principal.account)
+    campaign.scheduled_at = utcnow()
+    campaign.updated_at = campaign.scheduled_at
+    session.flush()
+    return campaign_views(session, [campaign])[0]
+
+
+@router.get(
+    "/campaigns/{id}/stats",
+    response_model=CampaignStatsOut,
+    summary="A campaign's delivery statistics (rates in percent)",
+    responses={404: {"model": ErrorOut}},
+)
+def get_campaign_stats(id: int, session: SessionDep, principal: PaidMailUser) -> CampaignStatsOut:
+    campaign = any_campaign(session, id, principal.account.id)
+    return campaign_stats(session, [campaign.id])[campaign.id]

@@ -1,0 +1,456 @@
+"""Contacts: the /contacts routes, PATCH /unsubscribe, and the one upsert every contact write goes through."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+from sqlalchemy import Select, delete, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.db import SessionDep, upsert
+from app.identity.dependencies import PaidMailUser, Principal
+from app.kit.errors import DomainError, NotFound
+from app.kit.time import utcnow
+from app.mail.common import check_list_ids, owned, paginate
+from app.mail.fields import set_field_values
+from app.mail.input import EmailStr, ListIds, MailInput, as_list, validate
+from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
+from app.models import Account, Campaign, Contact, Deliverable, ListMembership
+
+CONTACTS_PER_PAGE = 100
+ACTIVITY_PER_PAGE = 100
+MAX_BATCH = 1000
+
+router = APIRouter(tags=["Contacts"])
+
+
+def _as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+def _check_ip(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError as exc:
+        raise PydanticCustomError("ip", "not a valid IP address") from exc
+
+
+Name = Annotated[str | None, BeforeValidator(_as_text), Field(max_length=191)]
+IpAddress = Annotated[str | None, AfterValidator(_check_ip)]
+ContactEmail = Annotated[EmailStr, Field(max_length=191)]
+
+
+class ContactFieldIn(BaseModel):
+    name: Annotated[str, Field(max_length=191)]
+    value: Annotated[str | None, BeforeValidator(_as_text), Field(max_length=65535)] = None
+
+
+class ContactCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    email: ContactEmail
+    first_name: Name = None
+    last_name: Name = None
+    ip_address: IpAddress = None
+    lists: ListIds = []
+    contact_fields: Annotated[list[ContactFieldIn], BeforeValidator(as_list)] = []
+
+
+class ContactUpdate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    first_name: Name = None
+    last_name: Name = None
+    lists: ListIds | None = None
+    contact_fields: Annotated[list[ContactFieldIn], BeforeValidator(as_list)] = []
+
+
+class BatchContact(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    email: ContactEmail
+    first_name: Name = None
+    last_name: Name = None
+    ip_address: IpAddress = None
+    lists: ListIds = []
+    contact_fields: Annotated[list[ContactFieldIn], BeforeValidator(as_list)] = []
+
+
+class ContactBatch(BaseModel):
+    contacts: Annotated[list[BatchContact], Field(max_length=MAX_BATCH)]
+
+
+class ContactFilter(BaseModel):
+    query: str | None = None
+    email: str | None = None
+    unsubscribed: bool | None = None
+
+
+class EmailOnly(BaseModel):
+    email: ContactEmail
+
+
+# ---------------------------------------------------------------------------------------------- service
+
+
+@dataclass
+class ContactWrite:
+    email: str
+    first_name: str | None = None
+    last_name: str | None = None
+    ip_address: str | None = None
+    lists: list[int] = field(default_factory=list)
+    fields: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UpsertResult:
+    created: int
+    updated: int
+    ids_by_key: dict[str, int]
+
+
+class ContactLimitExceeded(DomainError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(402, f"Contact limit of {limit} reached. Upgrade your plan to add more contacts.")
+
+
+def upsert_contacts(
+    session: Session, principal: Principal, writes: list[ContactWrite], *, validation_status: int
+) -> UpsertResult:
+    """Create or update contacts by email (case-insensitive), as one multi-row upsert.
+
+    Given names overwrite, missing ones are kept; unsubscribed_at is never cleared; a soft-deleted
+    contact with the address comes back (and counts as new against the contact limit). List ids are
+    added to the contact's memberships. 402 when the new contacts would pass the account's limit.
+    """
+    account_id = principal.account.id
+    merged: dict[str, ContactWrite] = {}
+    for write in writes:
+        key = write.email.lower()
+        earlier = merged.get(key)
+        if earlier is not None:
+            write.lists = [*earlier.lists, *write.lists]
+            write.fields = {**earlier.fields, **write.fields}
+            for name in ("first_name", "last_name", "ip_address"):
+                if getattr(write, name) is None:
+                    setattr(write, name, getattr(earlier, name))
+        merged[key] = write
+    if not merged:
+        return UpsertResult(0, 0, {})
+    all_list_ids = [list_id for write in merged.values() for list_id in write.lists]
+    check_list_ids(session, account_id, all_list_ids, "lists", validation_status)
+
+    # The account row lock orders concurrent writers, so the count below and the limit check agree.
+    limit = session.execute(
+        select(Account.contacts_count, Account.contact_limit)
+        .where(Account.id == account_id)
+        .with_for_update()
+    ).one()
+    known = dict(
+        session.execute(
+            select(Contact.email_key, Contact.deleted_at).where(
+                Contact.account_id == account_id, Contact.email_key.in_(list(merged))
+            )
+        ).all()
+    )
+    restored_keys = [key for key, deleted_at in known.items() if deleted_at is not None]
+    created = len(merged) - len(known) + len(restored_keys)
+    if created and limit.contacts_count + created > limit.contact_limit:
+        raise ContactLimitExceeded(limit.contact_limit)
+    if restored_keys:
+        # A contact that comes back starts with no lists and fields, like a new one.
+        restored_ids = select(Contact.id).where(
+            Contact.account_id == account_id, Contact.email_key.in_(restored_keys)
+        )
+        session.execute(delete(ListMembership).where(ListMembership.contact_id.in_(restored_ids)))
+
+    now = utcnow()
+    rows = [
+        {
+            "account_id": account_id,
+            "email": write.email,
+            "email_key": key,
+            "first_name": write.first_name,
+            "last_name": write.last_name,
+            "ip_address": write.ip_address,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for key, write in merged.items()
+    ]
+    stmt = upsert(session, Contact)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["account_id", "email_key"],
+        set_={
+            "first_name": func.coalesce(stmt.excluded.first_name, Contact.__table__.c.first_name),
+            "last_name": func.coalesce(stmt.excluded.last_name, Contact.__table__.c.last_name),
+            "ip_address": func.coalesce(stmt.excluded.ip_address, Contact.__table__.c.ip_address),
+            "deleted_at": None,
+            "updated_at": now,
+        },
+    ).returning(Contact.__table__.c.id, Contact.__table__.c.email_key)
+    ids_by_key = {key: contact_id for contact_id, key in session.execute(stmt, rows)}
+
+    memberships = [
+        {"list_id": list_id, "contact_id": ids_by_key[key], "created_at": now}
+        for key, write in merged.items()
+        for list_id in dict.fromkeys(write.lists)
+    ]
+    if memberships:
+        session.execute(upsert(session, ListMembership).on_conflict_do_nothing(), memberships)
+    field_values = {ids_by_key[key]: write.fields for key, write in merged.items() if write.fields}
+    if field_values:
+        set_field_values(session, principal, field_values)
+    if created:
+        session.execute(
+            update(Account)
+            .where(Account.id == account_id)
+            .values(contacts_count=Account.contacts_count + created)
+        )
+    return UpsertResult(created=created, updated=len(merged) - created, ids_by_key=ids_by_key)
+
+
+def live_contacts(account_id: int) -> Select[Contact]:
+    return select(Contact).where(Contact.account_id == account_id, Contact.deleted_at.is_(None))
+
+
+def search(query: Select[Contact], text: str | None) -> Select[Contact]:
+    if not text:
+        return query
+    pattern = f"%{text.lower()}%"
+    return query.where(
+        or_(
+            Contact.email_key.like(pattern),
+            func.lower(Contact.first_name).like(pattern),
+            func.lower(Contact.last_name).like(pattern),
+        )
+    )
+
+
+def cancel_queued(session: Session, contact_id: int) -> None:
+    session.execute(
+        update(Deliverable)
+        .where(Deliverable.contact_id == contact_id, Deliverable.state == "queued")
+        .values(state="cancelled", updated_at=utcnow())
+    )
+
+
+def _fields_of(items: list[ContactFieldIn]) -> dict[str, str | None]:
+    return {item.name: item.value for item in items}
+
+
+# ---------------------------------------------------------------------------------------------- routes
+
+
+@router.get("/contacts", response_model=Page[ContactOut], summary="List contacts")
+def list_contacts(
+    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> dict[str, Any]:
+    filters = validate(ContactFilter, raw, status=422)
+    query = search(live_contacts(principal.account.id), filters.query)
+    if filters.email:
+        query = query.where(Contact.email_key == filters.email.lower())
+    if filters.unsubscribed is not None:
+        query = query.where(
+            Contact.unsubscribed_at.is_not(None)
+            if filters.unsubscribed
+            else Contact.unsubscribed_at.is_(None)
+        )
+    unfiltered = not (filters.query or filters.email or filters.unsubscribed is not None)
+    total = principal.account.contacts_count if unfiltered else None
+    paged = paginate(session, request, query.order_by(Contact.id), CONTACTS_PER_PAGE, total)
+    return paged.envelope(paged.rows)
+
+
+@router.post(
+    "/contacts",
+    response_model=ContactOut,
+    summary="Create or update a contact",
+    responses={400: {"model": ErrorOut}, 402: {"model": ErrorOut}},
+)
+def create_contact(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
+    body = validate(ContactCreate, raw, status=400)
+    write = ContactWrite(
+        email=body.email,
+        first_name=body.first_name,
+        last_name=body.last_name,
+        ip_address=body.ip_address,
+        lists=body.lists,
+        fields=_fields_of(body.contact_fields),
+    )
+    result = upsert_contacts(session, principal, [write], validation_status=400)
+    contact = session.get_one(Contact, result.ids_by_key[body.email.lower()])
+    session.refresh(contact)
+    return contact
+
+
+@router.post(
+    "/contacts/batch",
+    response_model=BatchResultOut,
+    summary="Create or update up to 1000 contacts",
+    responses={402: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+)
+def batch_contacts(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> BatchResultOut:
+    body = validate(ContactBatch, raw, status=422)
+    writes = [
+        ContactWrite(
+            email=item.email,
+            first_name=item.first_name,
+            last_name=item.last_name,
+            ip_address=item.ip_address,
+            lists=item.lists,
+            fields=_fields_of(item.contact_fields),
+        )
+        for item in body.contacts
+    ]
+    result = upsert_contacts(session, principal, writes, validation_status=422)
+    return BatchResultOut(created=result.created, updated=result.updated)
+
+
+@router.get("/contacts/unsubscribed", response_model=Page[ContactOut], summary="List unsubscribed contacts")
+def list_unsubscribed(
+    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> dict[str, Any]:
+    filters = validate(ContactFilter, raw, status=422)
+    query = search(live_contacts(principal.account.id), filters.query).where(
+        Contact.unsubscribed_at.is_not(None)
+    )
+    paged = paginate(session, request, query.order_by(Contact.id), CONTACTS_PER_PAGE)
+    return paged.envelope(paged.rows)
+
+
+@router.get(
+    "/contacts/{id}", response_model=ContactOut, summary="Get a contact", responses={404: {"model": ErrorOut}}
+)
+def get_contact(id: int, session: SessionDep, principal: PaidMailUser) -> Contact:
+    return owned(session, Contact, id, principal.account.id, "Contact not found.")
+
+
+@router.patch(
+    "/contacts/{id}",
+    response_model=ContactOut,
+    summary="Update a contact",
+    responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+)
+def update_contact(id: int, session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
+    contact = owned(session, Contact, id, principal.account.id, "Contact not found.")
+    body = validate(ContactUpdate, raw, status=422)
+    if "first_name" in body.model_fields_set:
+        contact.first_name = body.first_name
+    if "last_name" in body.model_fields_set:
+        contact.last_name = body.last_name
+    if body.lists is not None:
+        list_ids = check_list_ids(session, principal.account.id, body.lists, "lists", 422)
+        session.execute(delete(ListMembership).where(ListMembership.contact_id == contact.id))
+        now = utcnow()
+        if list_ids:
+            session.execute(
+                upsert(session, ListMembership).on_conflict_do_nothing(),
+                [{"list_id": list_id, "contact_id": contact.id, "created_at": now} for list_id in list_ids],
+            )
+    if body.contact_fields:
+        set_field_values(session, principal, {contact.id: _fields_of(body.contact_fields)})
+    contact.updated_at = utcnow()
+    session.flush()
+    return contact
+
+
+@router.delete(
+    "/contacts/{id}",
+    response_model=MessageOut,
+    summary="Delete a contact",
+    responses={404: {"model": ErrorOut}},
+)
+def delete_contact(id: int, session: SessionDep, principal: PaidMailUser) -> MessageOut:
+    contact = owned(session, Contact, id, principal.account.id, "Contact not found.")
+    contact.deleted_at = utcnow()
+    cancel_queued(session, contact.id)
+    session.execute(
+        update(Account)
+        .where(Account.id == principal.account.id)
+        .values(contacts_count=Account.contacts_count - 1)
+    )
+    session.flush()
+    return MessageOut(message="Contact deleted.")
+
+
+@router.get(
+    "/contacts/{id}/activity",
+    response_model=ContactActivityOut,
+    summary="A contact's sending history",
+    responses={404: {"model": ErrorOut}},
+)
+def contact_activity(
+    id: int, request: Request, session: SessionDep, principal: PaidMailUser
+) -> dict[str, Any]:
+    contact = owned(session, Contact, id, principal.account.id, "Contact not found.")
+    summary = session.execute(
+        select(
+            func.max(Deliverable.sent_at),
+            func.max(Deliverable.opened_at),
+            func.max(Deliverable.clicked_at),
+        ).where(Deliverable.contact_id == contact.id)
+    ).one()
+    query = (
+        select(Deliverable)
+        .where(Deliverable.contact_id == contact.id, Deliverable.state != "cancelled")
+        .order_by(Deliverable.id.desc())
+    )
+    paged = paginate(session, request, query, ACTIVITY_PER_PAGE)
+    titles = dict(
+        session.execute(
+            select(Campaign.id, Campaign.title).where(Campaign.id.in_({d.campaign_id for d in paged.rows}))
+        ).all()
+    )
+    entries = [
+        {
+            "campaign_title": titles.get(d.campaign_id, ""),
+            "campaign_id": d.campaign_id,
+            "sent_at": d.sent_at,
+            "opened_at": d.opened_at,
+            "clicked_at": d.clicked_at,
+            "bounced_at": d.bounced_at,
+            "unsubscribed_at": d.unsubscribed_at,
+            "spam_at": d.spam_at,
+        }
+        for d in paged.rows
+    ]
+    return {
+        "contact": {
+            "last_sent_at": summary[0],
+            "last_opened_at": summary[1],
+            "last_clicked_at": summary[2],
+            "unsubscribed_at": contact.unsubscribed_at,
+            "bounced_at": contact.bounced_at,
+        },
+        "deliverables": paged.envelope(entries),
+    }
+
+
+@router.patch(
+    "/unsubscribe",
+    response_model=ContactOut,
+    summary="Unsubscribe a contact by email",
+    responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+)
+def unsubscribe(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
+    body = validate(EmailOnly, raw, status=400)
+    contact = session.scalars(
+        live_contacts(principal.account.id).where(Contact.email_key == body.email.lower())
+    ).first()
+    if contact is None:
+        raise NotFound("Contact not found.")
+    if contact.unsubscribed_at is None:
+        contact.unsubscribed_at = utcnow()
+        contact.updated_at = contact.unsubscribed_at
+        cancel_queued(session, contact.id)
+    session.flush()
+    return contact

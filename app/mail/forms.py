@@ -1,0 +1,56 @@
+"""Forms: read-only /forms routes, and making a form (CLI) with the lists it subscribes to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.db import SessionDep
+from app.identity.dependencies import PaidMailUser
+from app.kit.errors import DomainError
+from app.mail.common import check_list_ids, owned, paginate
+from app.mail.contacts import ContactFilter
+from app.mail.input import MailInput, validate
+from app.mail.schemas import ErrorOut, FormOut, Page
+from app.models import Form, FormList
+
+FORMS_PER_PAGE = 100
+
+router = APIRouter(tags=["Forms"])
+
+
+def create_form(session: Session, account_id: int, title: str, list_ids: list[int]) -> Form:
+    """A hosted sign-up form subscribing to `list_ids` (each a live list of the account)."""
+    title = title.strip()
+    if not title or len(title) > 191:
+        raise DomainError(400, "A form title is 1 to 191 characters.")
+    if not list_ids:
+        raise DomainError(400, "A form subscribes to at least one list.")
+    list_ids = check_list_ids(session, account_id, list_ids, "lists", 400)
+    form = Form(account_id=account_id, title=title)
+    session.add(form)
+    session.flush()
+    for list_id in list_ids:
+        session.add(FormList(form_id=form.id, list_id=list_id))
+    session.flush()
+    return form
+
+
+@router.get("/forms", response_model=Page[FormOut], summary="List forms")
+def list_forms(
+    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> dict[str, Any]:
+    filters = validate(ContactFilter, raw, status=422)
+    query = select(Form).where(Form.account_id == principal.account.id, Form.deleted_at.is_(None))
+    if filters.query:
+        query = query.where(func.lower(Form.title).like(f"%{filters.query.lower()}%"))
+    paged = paginate(session, request, query.order_by(Form.id), FORMS_PER_PAGE)
+    return paged.envelope(paged.rows)
+
+
+@router.get("/forms/{id}", response_model=FormOut, summary="Get a form", responses={404: {"model": ErrorOut}})
+def get_form(id: int, session: SessionDep, principal: PaidMailUser) -> Form:
+    return owned(session, Form, id, principal.account.id, "Form not found.")

@@ -1,0 +1,226 @@
+"""Reading and validating email API input the way SendFox's Laravel back end does.
+
+Public clients send parameters in a JSON body, a form body, or the query string (sendfox-js), so all
+three are merged (body over query). Arrays and objects may use PHP's bracket syntax
+(`lists[]=1`, `contact_fields[0][name]=x`). Strings are trimmed and empty strings become null
+(Laravel's TrimStrings and ConvertEmptyStringsToNull). Validation failures become Laravel-style
+messages keyed by dotted field paths (`contacts.0.email`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+from urllib.parse import parse_qsl
+
+from email_validator import EmailNotValidError, validate_email
+from fastapi import Depends, Request
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from app.kit.errors import ValidationFailed
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_BRACKETS = re.compile(r"\[([^\[\]]*)\]")
+# A body larger than this is refused before parsing (the largest field, html, is 1,000,000 characters).
+MAX_BODY_BYTES = 8 * 1024 * 1024
+# Bracket nesting deeper than this is refused: a key like a[0][0][0]... must not cost memory or recursion.
+MAX_NESTING = 8
+
+
+@dataclass(frozen=True)
+class RawInput:
+    data: dict[str, Any]
+    problem: str | None = None
+
+
+def nest_pairs(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """PHP-style keys into nested values: `a[]=1&a[]=2` is a list, `a[x][y]=1` a dict, `a=1&a=2` a list."""
+    root: dict[str, Any] = {}
+    for key, value in pairs:
+        bracket_at = key.find("[")
+        if bracket_at <= 0:
+            _put(root, key, value, repeat_as_list=True)
+            continue
+        parts = [key[:bracket_at], *_BRACKETS.findall(key[bracket_at:])][:MAX_NESTING]
+        node: dict[str, Any] = root
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if part == "":
+                part = str(len(node))
+            if last:
+                _put(node, part, value, repeat_as_list=False)
+            else:
+                child = node.get(part)
+                if not isinstance(child, dict):
+                    child = {}
+                    node[part] = child
+                node = child
+    nested = _lists_from_index_dicts(root)
+    assert isinstance(nested, dict)
+    return nested
+
+
+def _put(node: dict[str, Any], key: str, value: str, *, repeat_as_list: bool) -> None:
+    if repeat_as_list and key in node:
+        existing = node[key]
+        node[key] = [*existing, value] if isinstance(existing, list) else [existing, value]
+    else:
+        node[key] = value
+
+
+def _lists_from_index_dicts(value: Any) -> Any:
+    if isinstance(value, dict):
+        converted = {k: _lists_from_index_dicts(v) for k, v in value.items()}
+        if converted and all(k.isdigit() for k in converted):
+            return [converted[k] for k in sorted(converted, key=int)]
+        return converted
+    if isinstance(value, list):
+        return [_lists_from_index_dicts(v) for v in value]
+    return value
+
+
+def normalize(value: Any) -> Any:
+    """Trim strings and turn empty strings into null, all the way down."""
+    if isinstance(value, str):
+        value = value.strip()
+        return value or None
+    if isinstance(value, dict):
+        return {str(k): normalize(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalize(v) for v in value]
+    return value
+
+
+async def read_input(request: Request) -> RawInput:
+    """Query string, then form or JSON body over it. A body that cannot be read is reported, not raised:
+    the route decides the status (400 or 422) when it validates."""
+    data: dict[str, Any] = nest_pairs(parse_qsl(request.url.query, keep_blank_values=True))
+    if request.method in ("GET", "HEAD", "DELETE"):
+        return RawInput(normalize(data))
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        return RawInput(normalize(data), f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    problem = None
+    if not body.strip():
+        pass
+    elif content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        try:
+            form = await request.form()
+        except Exception:
+            problem = "The form body could not be read."
+        else:
+            pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
+            data.update(nest_pairs(pairs))
+    elif content_type in ("", "application/json", "text/json") or content_type.endswith("+json"):
+        try:
+            parsed = json.loads(body)
+        except (ValueError, RecursionError):
+            problem = "The request body is not valid JSON."
+        else:
+            if isinstance(parsed, dict):
+                data.update(parsed)
+            else:
+                problem = "The request body must be a JSON object."
+    else:
+        problem = f"Unsupported content type {content_type!r}: send application/json or a form."
+    return RawInput(normalize(data), problem)
+
+
+MailInput = Annotated[RawInput, Depends(read_input)]
+
+
+def validate(model: type[ModelT], raw: RawInput, *, status: int) -> ModelT:
+    if raw.problem is not None:
+        raise ValidationFailed({"body": [raw.problem]}, status=status)
+    try:
+        return model.model_validate(raw.data)
+    except ValidationError as exc:
+        raise ValidationFailed(laravel_errors(exc.errors()), status=status) from exc
+
+
+def laravel_errors(details: list[ErrorDetails]) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for detail in details:
+        # Pydantic adds the union member or validator name to some locations; they are not field names.
+        loc = [str(p) for p in detail["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+        key = ".".join(loc) or "body"
+        message = _message(detail, key.replace("_", " "))
+        bucket = errors.setdefault(key, [])
+        if message not in bucket:
+            bucket.append(message)
+    return errors
+
+
+def _message(detail: ErrorDetails, field: str) -> str:
+    kind = detail["type"]
+    ctx = detail.get("ctx") or {}
+    templates = {
+        "missing": "The {f} field is required.",
+        "string_type": "The {f} field must be a string.",
+        "string_too_long": "The {f} field must not be greater than {max_length} characters.",
+        "int_parsing": "The {f} field must be an integer.",
+        "int_type": "The {f} field must be an integer.",
+        "int_from_float": "The {f} field must be an integer.",
+        "bool_parsing": "The {f} field must be true or false.",
+        "bool_type": "The {f} field must be true or false.",
+        "greater_than_equal": "The {f} field must be at least {ge}.",
+        "greater_than": "The {f} field must be greater than {gt}.",
+        "less_than_equal": "The {f} field must not be greater than {le}.",
+        "list_type": "The {f} field must be an array.",
+        "too_long": "The {f} field must not have more than {max_length} items.",
+        "too_short": "The {f} field must have at least {min_length} items.",
+        "dict_type": "The {f} field must be an object.",
+        "model_type": "The {f} field must be an object.",
+        "model_attributes_type": "The {f} field must be an object.",
+        "datetime_parsing": "The {f} field must be a valid date.",
+        "datetime_type": "The {f} field must be a valid date.",
+        "datetime_from_date_parsing": "The {f} field must be a valid date.",
+        "literal_error": "The selected {f} is invalid.",
+        "enum": "The selected {f} is invalid.",
+        "email": "The {f} field must be a valid email address.",
+        "ip": "The {f} field must be a valid IP address.",
+        "timezone": "The {f} field must be a valid timezone.",
+        "reply_prefix": "The {f} field must not start with RE: or FWD:.",
+    }
+    template = templates.get(kind)
+    if template is None:
+        return f"The {field} field is invalid."
+    return template.format(f=field, **{k: v for k, v in ctx.items() if isinstance(v, str | int | float)})
+
+
+def _check_email(value: str) -> str:
+    try:
+        validate_email(value, check_deliverability=False)
+    except EmailNotValidError as exc:
+        raise PydanticCustomError("email", "not a valid email address") from exc
+    return value
+
+
+EmailStr = Annotated[str, AfterValidator(_check_email)]
+
+
+def as_list(value: Any) -> Any:
+    """Arrays arrive as arrays, a single value, or (query strings) comma-separated text."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, int | dict):
+        return [value]
+    return value
+
+
+ListIds = Annotated[list[int], BeforeValidator(as_list)]
+
+
+def validate_email_text(value: str) -> bool:
+    try:
+        _check_email(value)
+    except PydanticCustomError:
+        return False
+    return True

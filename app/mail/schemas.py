@@ -1,0 +1,200 @@
+"""Response shapes of the email API (seed 000); they are also its OpenAPI schemas."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+
+from app.kit.time import iso
+
+Timestamp = Annotated[datetime, PlainSerializer(iso, return_type=str)]
+OptionalTimestamp = Annotated[datetime | None, PlainSerializer(iso, return_type=str | None)]
+
+ItemT = TypeVar("ItemT")
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class ContactOut(Out):
+    id: int
+    email: str
+    first_name: str | None
+    last_name: str | None
+    ip_address: str | None
+    unsubscribed_at: OptionalTimestamp
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class ContactListOut(Out):
+    id: int
+    name: str
+    user_id: int
+    contact_count: int = 0
+    average_email_open_percent: float = 0.0
+    average_email_click_percent: float = 0.0
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class CampaignOut(Out):
+    id: int
+    title: str
+    subject: str
+    html: str
+    from_name: str
+    from_email: str
+    scheduled_at: OptionalTimestamp
+    sent_at: OptionalTimestamp
+    timezone: str | None
+    lists: list[int] = []
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class CampaignStatsOut(BaseModel):
+    sent_count: int
+    unique_open_count: int
+    unique_click_count: int
+    unsubscribe_count: int
+    bounce_count: int
+    spam_count: int
+    open_rate: float
+    click_rate: float
+    unsubscribe_rate: float
+    bounce_rate: float
+    spam_rate: float
+
+
+class AutomationTriggerOut(Out):
+    id: int
+    automation_id: int
+    type: str
+    list_id: int | None
+    campaign_id: int | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class AutomationCampaignOut(CampaignOut):
+    stats: CampaignStatsOut | None = None
+
+
+class AutomationItemOut(Out):
+    id: int
+    automation_id: int
+    campaign_id: int
+    delay_hours: int
+    send_order: int
+    campaign: AutomationCampaignOut
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class AutomationOut(Out):
+    id: int
+    user_id: int
+    title: str
+    active: bool
+    created_at: Timestamp
+    updated_at: Timestamp
+    automation_triggers: list[AutomationTriggerOut]
+    automation_items: list[AutomationItemOut]
+
+
+class FormOut(Out):
+    id: int
+    title: str
+    landing_page_id: int | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class UserOut(BaseModel):
+    id: int
+    name: str
+    email: str
+    contacts_count: int
+    contact_limit: int
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class ContactFieldOut(Out):
+    id: int
+    user_id: int
+    name: str
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class BatchResultOut(BaseModel):
+    created: int
+    updated: int
+
+
+class MessageOut(BaseModel):
+    message: str
+
+
+class ListUsage(BaseModel):
+    type: str
+    id: int
+    title: str
+
+
+class ErrorOut(BaseModel):
+    message: str
+    errors: dict[str, list[str]] | None = None
+
+
+class ListInUseOut(BaseModel):
+    message: str
+    usages: list[ListUsage]
+
+
+class ContactActivitySummary(BaseModel):
+    last_sent_at: OptionalTimestamp
+    last_opened_at: OptionalTimestamp
+    last_clicked_at: OptionalTimestamp
+    unsubscribed_at: OptionalTimestamp
+    bounced_at: OptionalTimestamp
+
+
+class DeliverableActivity(BaseModel):
+    campaign_title: str
+    campaign_id: int
+    sent_at: OptionalTimestamp
+    opened_at: OptionalTimestamp
+    clicked_at: OptionalTimestamp
+    bounced_at: OptionalTimestamp
+    unsubscribed_at: OptionalTimestamp
+    spam_at: OptionalTimestamp
+
+
+class Page(BaseModel, Generic[ItemT]):
+    """Laravel's length-aware paginator, as SendFox returns it."""
+
+    current_page: int
+    data: list[ItemT]
+    first_page_url: str
+    from_: int | None = Field(default=None, alias="from")
+    last_page: int
+    last_page_url: str
+    next_page_url: str | None
+    path: str
+    per_page: int
+    prev_page_url: str | None
+    to: int | None
+    total: int
+
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class ContactActivityOut(BaseModel):
+    contact: ContactActivitySummary
+    deliverables: Page[DeliverableActivity]

@@ -1,0 +1,130 @@
+"""create_app(): settings, database, rate limiter, routers and the error handlers of each interface."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.config import Settings
+from app.db import create_db_engine, make_session_factory
+from app.health import health_router
+from app.identity.dependencies import RATE_LIMIT_HEADERS_STATE
+from app.kit.errors import DomainError
+from app.kit.ratelimit import RateLimiter
+from app.mail.router import mail_router
+from app.openapi_docs import install_openapi_routes
+
+log = logging.getLogger("tidings")
+
+
+class RateLimitHeaders:
+    """Puts the rate headers a dependency recorded on the response, including error responses."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                recorded = scope.get("state", {}).get(RATE_LIMIT_HEADERS_STATE)
+                if recorded:
+                    present = {k.lower() for k, _ in message.get("headers", [])}
+                    extra = [
+                        (k.lower().encode(), v.encode())
+                        for k, v in recorded.items()
+                        if k.lower().encode() not in present
+                    ]
+                    message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def error_body(request: Request, error: DomainError) -> dict[str, Any]:
+    """One shape per interface: `{error, detail}` under /v1, `{code, message}` under /api/auth,
+    `{message, errors}` for the email API."""
+    path = request.url.path
+    if path.startswith("/v1/") or path == "/v1":
+        detail: Any = error.errors if error.errors else error.message
+        return {"error": error.code or "error", "detail": detail, **error.extra}
+    if path.startswith("/api/auth"):
+        return {"code": (error.code or "ERROR").upper(), "message": error.message, **error.extra}
+    body: dict[str, Any] = {"message": error.message}
+    if error.errors:
+        body["errors"] = error.errors
+    body.update(error.extra)
+    return body
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def on_domain_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, DomainError)
+        return JSONResponse(error_body(request, exc), status_code=exc.status, headers=exc.headers)
+
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        messages = {404: "Not Found.", 405: "Method Not Allowed."}
+        message = messages.get(exc.status_code, str(exc.detail))
+        error = DomainError(exc.status_code, message, code={404: "not_found"}.get(exc.status_code))
+        return JSONResponse(error_body(request, error), status_code=exc.status_code, headers=exc.headers)
+
+    async def on_request_validation(request: Request, exc: Exception) -> JSONResponse:
+        # Only path parameters are declared to FastAPI; a non-integer id names no resource.
+        error = DomainError(404, "Not Found.", code="not_found")
+        return JSONResponse(error_body(request, error), status_code=404)
+
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        error = DomainError(500, "Server Error.", code="internal_error")
+        return JSONResponse(error_body(request, error), status_code=500)
+
+    app.add_exception_handler(DomainError, on_domain_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(RequestValidationError, on_request_validation)
+    app.add_exception_handler(Exception, on_unexpected)
+
+
+def create_app(
+    settings: Settings | None = None, session_factory: sessionmaker[Session] | None = None
+) -> FastAPI:
+    """The whole service. Tests pass their own session factory (bound to a rolled-back transaction)."""
+    settings = settings or Settings()
+    engine = None
+    if session_factory is None:
+        engine = create_db_engine(settings.database_url)
+        session_factory = make_session_factory(engine)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if engine is not None:
+            engine.dispose()
+
+    app = FastAPI(
+        title="Tidings",
+        version="1.2.0",
+        description="Email campaigns (SendFox-compatible), feeds and watches, and account auth.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.session_factory = session_factory
+    app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
+    app.add_middleware(RateLimitHeaders)
+    install_error_handlers(app)
+    app.include_router(health_router)
+    app.include_router(mail_router)
+    install_openapi_routes(app)
+    return app

@@ -1,0 +1,32 @@
+"""Every SQLAlchemy model, imported here so Alembic sees the whole schema."""
+
+from app.models.automations import TRIGGER_TYPES, Automation, AutomationItem, AutomationTrigger
+from app.models.base import Base
+from app.models.campaigns import DELIVERABLE_STATES, Campaign, CampaignList, Deliverable
+from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
+from app.models.forms import Form, FormList
+from app.models.identity import PLANS, Account, PersonalToken, User
+from app.models.lists import ContactList
+
+__all__ = [
+    "DELIVERABLE_STATES",
+    "PLANS",
+    "TRIGGER_TYPES",
+    "Account",
+    "Automation",
+    "AutomationItem",
+    "AutomationTrigger",
+    "Base",
+    "Campaign",
+    "CampaignList",
+    "Contact",
+    "ContactField",
+    "ContactFieldValue",
+    "ContactList",
+    "Deliverable",
+    "Form",
+    "FormList",
+    "ListMembership",
+    "PersonalToken",
+    "User",
+]

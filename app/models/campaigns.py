@@ -1,0 +1,71 @@
+"""Campaigns, the lists they go to, and deliverables (one row per campaign and contact: the send queue)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, Timestamped
+
+# Deliverable states. `cancelled` is a queued row whose contact or automation went away.
+DELIVERABLE_STATES = ("queued", "sending", "sent", "failed", "bounced", "cancelled")
+
+
+class Campaign(Timestamped, Base):
+    __tablename__ = "campaigns"
+    __table_args__ = (Index("ix_campaigns_account_id_id", "account_id", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    # Set for an automation email: such a campaign never appears in GET /campaigns.
+    automation_id: Mapped[int | None] = mapped_column(
+        ForeignKey("automations.id", ondelete="CASCADE"), default=None, index=True
+    )
+    title: Mapped[str] = mapped_column(String(191))
+    subject: Mapped[str] = mapped_column(String(191))
+    html: Mapped[str] = mapped_column(Text)
+    from_name: Mapped[str] = mapped_column(String(191))
+    from_email: Mapped[str] = mapped_column(String(191))
+    timezone: Mapped[str | None] = mapped_column(String(64), default=None)
+    scheduled_at: Mapped[datetime | None] = mapped_column(default=None, index=True)
+    sent_at: Mapped[datetime | None] = mapped_column(default=None)
+    deleted_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class CampaignList(Base):
+    __tablename__ = "campaign_lists"
+
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"), primary_key=True)
+    list_id: Mapped[int] = mapped_column(
+        ForeignKey("contact_lists.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+
+
+class Deliverable(Timestamped, Base):
+    __tablename__ = "deliverables"
+    __table_args__ = (
+        UniqueConstraint("campaign_id", "contact_id"),
+        Index("ix_deliverables_state_send_after", "state", "send_after"),
+        Index("ix_deliverables_contact_id", "contact_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    contact_id: Mapped[int] = mapped_column(ForeignKey("contacts.id", ondelete="CASCADE"))
+    state: Mapped[str] = mapped_column(String(16), default="queued")
+    # Not sent before this moment (automation delays); null means as soon as possible.
+    send_after: Mapped[datetime | None] = mapped_column(default=None)
+    # A worker's claim on a `sending` row; past it the row goes back to the queue.
+    lease_until: Mapped[datetime | None] = mapped_column(default=None)
+    attempts: Mapped[int] = mapped_column(default=0)
+    message_id: Mapped[str | None] = mapped_column(String(255), default=None)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    sent_at: Mapped[datetime | None] = mapped_column(default=None)
+    opened_at: Mapped[datetime | None] = mapped_column(default=None)
+    clicked_at: Mapped[datetime | None] = mapped_column(default=None)
+    bounced_at: Mapped[datetime | None] = mapped_column(default=None)
+    unsubscribed_at: Mapped[datetime | None] = mapped_column(default=None)
+    spam_at: Mapped[datetime | None] = mapped_column(default=None)

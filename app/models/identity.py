@@ -1,0 +1,60 @@
+"""Accounts (the tenant), their users, and personal access tokens."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base, Timestamped
+
+PLANS = ("free", "lifetime", "empire")
+
+
+class Account(Timestamped, Base):
+    __tablename__ = "accounts"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    plan: Mapped[str] = mapped_column(String(16), default="empire")
+    contact_limit: Mapped[int] = mapped_column(default=10000)
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    # Sending is refused (403) until this moment; null means no warm-up.
+    warmup_until: Mapped[datetime | None] = mapped_column(default=None)
+    # Live (not deleted) contacts, kept in step by every write so /me and the 402 check need no count(*).
+    contacts_count: Mapped[int] = mapped_column(default=0)
+
+
+class User(Timestamped, Base):
+    __tablename__ = "users"
+    __table_args__ = (
+        Index("uq_users_email_key", "email_key", unique=True),
+        Index("uq_users_username", "username", unique=True),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"), index=True)
+    email: Mapped[str] = mapped_column(String(191))
+    # Lowercased email: the case-insensitive unique key on both databases.
+    email_key: Mapped[str] = mapped_column(String(191))
+    name: Mapped[str] = mapped_column(String(191))
+    username: Mapped[str | None] = mapped_column(String(30), default=None)
+    display_username: Mapped[str | None] = mapped_column(String(191), default=None)
+    password_hash: Mapped[str | None] = mapped_column(String(255), default=None)
+    is_staff: Mapped[bool] = mapped_column(default=False)
+    image: Mapped[str | None] = mapped_column(String(2048), default=None)
+    email_verified: Mapped[bool] = mapped_column(default=False)
+
+
+class PersonalToken(Timestamped, Base):
+    __tablename__ = "personal_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(191), default="")
+    # SHA-256 of the token: the token itself is shown once and never stored.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    # The first characters, so a person can tell tokens apart in a list.
+    prefix: Mapped[str] = mapped_column(String(16))
+    last_used_at: Mapped[datetime | None] = mapped_column(default=None)
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)

@@ -1,0 +1,186 @@
+"""The committed OpenAPI documents: built from the routes, served as YAML, written by `tidings openapi`."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+from app.mail import automations, campaigns, contacts, lists
+from app.mail.router import mail_router
+from app.mail.schemas import ErrorOut
+
+OPENAPI_DIR = Path(__file__).resolve().parent.parent / "openapi"
+MAIL_API_VERSION = "1.2.0"
+
+MAIL_DESCRIPTION = """\
+Contacts, lists, campaigns, automations, forms and custom fields: SendFox's REST API 1.2.0.
+
+Authenticate with `Authorization: Bearer <token>` (a personal access token from
+`tidings tokens create`, or an OAuth 2.0 access token). Input is read from a JSON body, a form body
+or the query string. Lists are paginated with `?page=N` (1-based). Every route answers 401 without
+valid credentials and 429 past 60 requests a minute per user (`X-RateLimit-Limit`,
+`X-RateLimit-Remaining`, and `Retry-After` on 429). Every route but `GET /me` answers 403 for accounts
+on the free plan. Timestamps are UTC ISO 8601 with `Z`; campaign rates and list averages are percentages.
+"""
+
+
+def _add_common_responses(document: dict[str, Any]) -> None:
+    error_ref = {"$ref": "#/components/schemas/ErrorOut"}
+    common = {
+        "401": {
+            "description": "Missing or invalid credentials",
+            "content": {"application/json": {"schema": error_ref}},
+        },
+        "429": {
+            "description": "Rate limit exceeded; see Retry-After",
+            "content": {"application/json": {"schema": error_ref}},
+        },
+    }
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            # FastAPI documents its own 422 for path parameters; a malformed id is a 404 here.
+            if "422" in responses and not _declares(operation, "422"):
+                del responses["422"]
+            for status, response in common.items():
+                responses.setdefault(status, response)
+            if path != "/me":
+                responses.setdefault(
+                    "403",
+                    {
+                        "description": "The account's plan has no API access",
+                        "content": {"application/json": {"schema": error_ref}},
+                    },
+                )
+
+
+def _declares(operation: dict[str, Any], status: str) -> bool:
+    schema = (
+        operation.get("responses", {})
+        .get(status, {})
+        .get("content", {})
+        .get("application/json", {})
+        .get("schema", {})
+    )
+    return bool(schema.get("$ref", "").endswith("/ErrorOut"))
+
+
+# Input is parsed by the routes themselves (JSON, form or query string), so FastAPI cannot see it:
+# the bodies and filters are declared here, next to the document they belong to.
+MAIL_BODIES: dict[tuple[str, str], type[BaseModel]] = {
+    ("post", "/contacts"): contacts.ContactCreate,
+    ("patch", "/contacts/{id}"): contacts.ContactUpdate,
+    ("post", "/contacts/batch"): contacts.ContactBatch,
+    ("patch", "/unsubscribe"): contacts.EmailOnly,
+    ("post", "/lists"): lists.ListCreate,
+    ("post", "/campaigns"): campaigns.CampaignCreate,
+    ("patch", "/campaigns/{id}"): campaigns.CampaignUpdate,
+    ("post", "/automations"): automations.AutomationCreate,
+    ("patch", "/automations/{id}"): automations.AutomationUpdate,
+    ("post", "/automations/{id}/emails"): automations.AutomationEmailCreate,
+    ("patch", "/automation-emails/{id}"): automations.AutomationEmailUpdate,
+}
+SEARCH = {
+    "name": "query",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string"},
+    "description": "Search text",
+}
+MAIL_FILTERS: dict[str, list[dict[str, Any]]] = {
+    "/contacts": [
+        SEARCH,
+        {
+            "name": "email",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string"},
+            "description": "Exact email",
+        },
+        {"name": "unsubscribed", "in": "query", "required": False, "schema": {"type": "boolean"}},
+    ],
+    "/contacts/unsubscribed": [SEARCH],
+    "/lists": [SEARCH],
+    "/lists/{list_id}/contacts": [SEARCH],
+    "/forms": [SEARCH],
+}
+PAGE = {"name": "page", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}}
+
+
+def _add_inputs(document: dict[str, Any]) -> None:
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for (method, path), model in MAIL_BODIES.items():
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+        ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+        document["paths"][path][method]["requestBody"] = {
+            "required": True,
+            "content": {
+                "application/json": {"schema": ref},
+                "application/x-www-form-urlencoded": {"schema": ref},
+            },
+        }
+    for path, operations in document["paths"].items():
+        get = operations.get("get")
+        if get is None:
+            continue
+        parameters = get.setdefault("parameters", [])
+        parameters.extend(MAIL_FILTERS.get(path, []))
+        if "Page_" in str(get["responses"].get("200", {})):
+            parameters.append(PAGE)
+        if not parameters:
+            del get["parameters"]
+
+
+@cache
+def mail_openapi() -> dict[str, Any]:
+    document = get_openapi(
+        title="Tidings email API (SendFox-compatible)",
+        version=MAIL_API_VERSION,
+        description=MAIL_DESCRIPTION,
+        routes=mail_router.routes,
+    )
+    components = document.setdefault("components", {})
+    components.setdefault("schemas", {})["ErrorOut"] = ErrorOut.model_json_schema(
+        ref_template="#/components/schemas/{model}"
+    )
+    components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
+    document["security"] = [{"bearerAuth": []}]
+    _add_inputs(document)
+    _add_common_responses(document)
+    for unused in ("HTTPValidationError", "ValidationError"):
+        components["schemas"].pop(unused, None)
+    return document
+
+
+def to_yaml(document: dict[str, Any]) -> str:
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+
+
+DOCUMENTS = {"mail.yaml": mail_openapi}
+
+
+def write_documents(directory: Path = OPENAPI_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, build in DOCUMENTS.items():
+        path = directory / name
+        path.write_text(to_yaml(build()))
+        written.append(path)
+    return written
+
+
+def install_openapi_routes(app: FastAPI) -> None:
+    mail_yaml = to_yaml(mail_openapi())
+
+    @app.get("/openapi.yaml", include_in_schema=False)
+    def mail_openapi_yaml() -> Response:
+        return Response(mail_yaml, media_type="application/yaml")

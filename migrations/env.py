@@ -1,0 +1,45 @@
+"""Alembic environment: the URL comes from the caller (`app.migrate`) or TIDINGS_DATABASE_URL."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import Connection
+
+from app.config import Settings
+from app.db import create_db_engine
+from app.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        # SQLite cannot ALTER most things in place: batch mode rebuilds the table instead.
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    url = config.attributes.get("url") or Settings().database_url
+    engine = create_db_engine(url)
+    try:
+        with engine.connect() as conn:
+            _run(conn)
+            conn.commit()
+    finally:
+        engine.dispose()
+
+
+if context.is_offline_mode():
+    raise SystemExit("Offline (SQL script) migrations are not supported; run `tidings db upgrade`.")
+run_migrations_online()

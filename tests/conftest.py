@@ -1,0 +1,129 @@
+"""Test fixtures: a migrated real database (SQLite by default, PostgreSQL when
+TIDINGS_TEST_DATABASE_URL says so), one rolled-back transaction per test, and the app on top of it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import create_db_engine, is_sqlite_url
+from app.identity.accounts import create_user
+from app.identity.tokens import create_personal_token
+from app.main import create_app
+from app.migrate import upgrade_to_head
+
+
+def _database_url(tmp_dir: Path) -> str:
+    return os.environ.get("TIDINGS_TEST_DATABASE_URL") or f"sqlite:///{tmp_dir / 'test.db'}"
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = _database_url(tmp_path_factory.mktemp("db"))
+    if not is_sqlite_url(url):
+        # Start from an empty schema so the migrations themselves are what is tested.
+        engine = create_db_engine(url)
+        with engine.begin() as conn:
+            conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+        engine.dispose()
+    upgrade_to_head(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def engine(database_url: str) -> Iterator[Engine]:
+    engine = create_db_engine(database_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def connection(engine: Engine) -> Iterator[Connection]:
+    """One outer transaction per test, rolled back at the end: nothing a test writes survives it."""
+    conn = engine.connect()
+    outer = conn.begin()
+    yield conn
+    outer.rollback()
+    conn.close()
+
+
+@pytest.fixture
+def session_factory(connection: Connection) -> sessionmaker[Session]:
+    # Commits inside the app release a savepoint instead of ending the outer transaction.
+    return sessionmaker(
+        bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False, autoflush=False
+    )
+
+
+@pytest.fixture
+def db(session_factory: sessionmaker[Session]) -> Iterator[Session]:
+    """A session for arranging and inspecting rows directly."""
+    session = session_factory()
+    yield session
+    session.close()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(
+        database_url=database_url,
+        secret_key="test-secret-key-that-is-long-enough-for-tests",
+        var_dir=tmp_path / "var",
+        mail_rate_limit="1000/minute",
+        redis_url="",
+    )
+
+
+@pytest.fixture
+def app(settings: Settings, session_factory: sessionmaker[Session]) -> Any:
+    return create_app(settings=settings, session_factory=session_factory)
+
+
+@pytest.fixture
+def client(app: Any) -> Iterator[TestClient]:
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+@dataclass
+class ApiUser:
+    user_id: int
+    account_id: int
+    email: str
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture
+def make_user(session_factory: sessionmaker[Session]) -> Any:
+    """make_user(email=..., plan=..., contact_limit=..., timezone=..., warmup_days=...) -> ApiUser."""
+    counter = iter(range(1, 10_000))
+
+    def make(email: str | None = None, **options: Any) -> ApiUser:
+        email = email or f"user{next(counter)}@example.com"
+        with session_factory() as session:
+            user = create_user(session, email=email, name=options.pop("name", "Test User"), **options)
+            _, token = create_personal_token(session, user, "test")
+            session.commit()
+            return ApiUser(user_id=user.id, account_id=user.account_id, email=email, token=token)
+
+    return make
+
+
+@pytest.fixture
+def api_user(make_user: Any) -> ApiUser:
+    """An empire-plan user with a token: the usual caller of the email API."""
+    return make_user()  # type: ignore[no-any-return]
