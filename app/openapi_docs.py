@@ -23,7 +23,7 @@ MAIL_DESCRIPTION = """\
 Contacts, lists, campaigns, automations, forms and custom fields: SendFox's REST API 1.2.0.
 
 Authenticate with `Authorization: Bearer <token>` (a personal access token from
-`tidings tokens create`, or an OAuth 2.0 access token). Input is read from a JSON body, a form body
+`tidings tokens create`). Input is read from a JSON body, a form body
 or the query string. Lists are paginated with `?page=N` (1-based). Every route answers 401 without
 valid credentials and 429 past 60 requests a minute per user (`X-RateLimit-Limit`,
 `X-RateLimit-Remaining`, and `Retry-After` on 429). Every route but `GET /me` answers 403 for accounts
@@ -180,6 +180,9 @@ def write_documents(directory: Path = OPENAPI_DIR) -> list[Path]:
 
 def install_openapi_routes(app: FastAPI) -> None:
     mail_yaml = to_yaml(mail_openapi())
+    # /docs and /openapi.json show the hand-completed document (bodies and filters included), not
+    # FastAPI's own, which cannot see input the routes parse themselves.
+    app.openapi = mail_openapi  # type: ignore[method-assign]
 
     @app.get("/openapi.yaml", include_in_schema=False)
     def mail_openapi_yaml() -> Response:

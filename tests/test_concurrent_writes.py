@@ -1,0 +1,111 @@
+"""Concurrent writers against a real server process: no request fails on a lock, and the account's
+contact counter agrees with the rows (the account row lock orders upserts of the same addresses)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import Engine, delete, func, select
+from sqlalchemy.orm import Session
+
+from app.identity.accounts import create_user
+from app.identity.tokens import create_personal_token
+from app.models import Account, Contact
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def server(database_url: str, tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "TIDINGS_DATABASE_URL": database_url,
+        "TIDINGS_VAR_DIR": str(tmp_path / "var"),
+        "TIDINGS_SECRET_KEY": "concurrency-test-secret-key-long-enough",
+        "TIDINGS_MAIL_RATE_LIMIT": "100000/minute",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port),
+         "--log-level", "warning"],
+        env=env,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                pytest.fail("the server did not start")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=10)
+        assert b"Traceback" not in stderr, stderr.decode()[-3000:]
+
+
+@pytest.fixture
+def committed_user(engine: Engine) -> Iterator[tuple[int, str]]:
+    """A user whose rows are really committed (the server is another process), removed afterwards."""
+    with Session(engine) as session:
+        user = create_user(session, email="concurrent@example.com", name="C", contact_limit=100_000)
+        _, token = create_personal_token(session, user)
+        account_id = user.account_id
+        session.commit()
+    yield account_id, token
+    with Session(engine) as session:
+        session.execute(delete(Account).where(Account.id == account_id))
+        session.commit()
+
+
+def test_concurrent_upserts_all_succeed_and_keep_the_count(
+    server: str, committed_user: tuple[int, str], engine: Engine
+) -> None:
+    account_id, token = committed_user
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def batch(worker: int) -> list[int]:
+        statuses = []
+        with httpx.Client(base_url=server, headers=headers, timeout=60) as http:
+            for round_ in range(5):
+                # Half the addresses are shared by every worker, half are the worker's own.
+                contacts = [{"email": f"shared{i}@example.com"} for i in range(20)]
+                contacts += [{"email": f"w{worker}r{round_}n{i}@example.com"} for i in range(20)]
+                statuses.append(http.post("/contacts/batch", json={"contacts": contacts}).status_code)
+                statuses.append(http.post("/contacts", json={"email": f"single{worker}@example.com"}).status_code)
+                statuses.append(http.get("/contacts").status_code)
+        return statuses
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = [status for statuses in pool.map(batch, range(8)) for status in statuses]
+    assert set(results) == {200}
+
+    expected = 20 + 8 * 5 * 20 + 8
+    with Session(engine) as session:
+        rows = session.scalar(
+            select(func.count()).where(Contact.account_id == account_id, Contact.deleted_at.is_(None))
+        )
+        counter = session.scalar(select(Account.contacts_count).where(Account.id == account_id))
+    assert rows == expected
+    assert counter == expected
+    me = httpx.get(f"{server}/me", headers=headers).json()
+    assert me["contacts_count"] == expected
