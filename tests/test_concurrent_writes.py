@@ -39,8 +39,17 @@ def server(database_url: str, tmp_path: Path) -> Iterator[str]:
         "TIDINGS_MAIL_RATE_LIMIT": "100000/minute",
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port),
-         "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "app.main:create_app",
+            "--factory",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
         env=env,
         stderr=subprocess.PIPE,
     )
@@ -91,7 +100,9 @@ def test_concurrent_upserts_all_succeed_and_keep_the_count(
                 contacts = [{"email": f"shared{i}@example.com"} for i in range(20)]
                 contacts += [{"email": f"w{worker}r{round_}n{i}@example.com"} for i in range(20)]
                 statuses.append(http.post("/contacts/batch", json={"contacts": contacts}).status_code)
-                statuses.append(http.post("/contacts", json={"email": f"single{worker}@example.com"}).status_code)
+                statuses.append(
+                    http.post("/contacts", json={"email": f"single{worker}@example.com"}).status_code
+                )
                 statuses.append(http.get("/contacts").status_code)
         return statuses
 

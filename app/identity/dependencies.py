@@ -55,7 +55,8 @@ def current_mail_user(request: Request, session: SessionDep) -> Principal:
 MailUser = Annotated[Principal, Depends(current_mail_user)]
 
 
-def current_paid_mail_user(principal: MailUser) -> Principal:
+async def current_paid_mail_user(principal: MailUser) -> Principal:
+    # Async: a plan check does no I/O, so it need not take a worker thread.
     if principal.account.plan not in PAID_PLANS:
         raise DomainError(403, "API access requires a paid plan (lifetime or empire).", code="forbidden")
     return principal

@@ -20,7 +20,7 @@ from app.kit.errors import NotFound, ValidationFailed
 from app.kit.time import utcnow
 from app.mail.campaign_rules import FromEmail, Html, Short, Subject
 from app.mail.campaigns import campaign_views
-from app.mail.common import owned, paginate
+from app.mail.common import RowId, owned, paginate, valid_id
 from app.mail.input import MailInput, validate
 from app.mail.schemas import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
 from app.mail.stats import campaign_stats
@@ -164,7 +164,7 @@ def resolve_trigger(
                     ]
                 }
             )
-        found = session.get(ContactList, list_id)
+        found = session.get(ContactList, list_id) if valid_id(list_id) else None
         if found is None or found.account_id != account_id or found.deleted_at is not None:
             raise ValidationFailed({"trigger_list_id": ["The selected trigger list id is invalid."]})
         return trigger_type, list_id, None
@@ -176,7 +176,7 @@ def resolve_trigger(
                 ]
             }
         )
-    campaign = session.get(Campaign, campaign_id)
+    campaign = session.get(Campaign, campaign_id) if valid_id(campaign_id) else None
     if campaign is None or campaign.account_id != account_id or campaign.deleted_at is not None:
         raise ValidationFailed({"trigger_campaign_id": ["The selected trigger campaign id is invalid."]})
     return trigger_type, None, campaign_id
@@ -286,7 +286,7 @@ def create_automation(session: SessionDep, principal: PaidMailUser, raw: MailInp
     summary="Get an automation with its triggers, emails and their stats",
     responses={404: {"model": ErrorOut}},
 )
-def get_automation(id: int, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def get_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
     automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
     return automation_views(session, [automation], with_stats=True)[0]
 
@@ -298,7 +298,7 @@ def get_automation(id: int, session: SessionDep, principal: PaidMailUser) -> dic
     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
 )
 def update_automation(
-    id: int, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> dict[str, Any]:
     automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
     body = validate(AutomationUpdate, raw, status=422)
@@ -339,7 +339,7 @@ def update_automation(
     summary="Delete an automation and cancel what it has scheduled",
     responses={404: {"model": ErrorOut}},
 )
-def delete_automation(id: int, session: SessionDep, principal: PaidMailUser) -> MessageOut:
+def delete_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
     automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
     now = utcnow()
     automation.deleted_at = now
@@ -361,7 +361,7 @@ def delete_automation(id: int, session: SessionDep, principal: PaidMailUser) -> 
     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
 )
 def add_automation_email(
-    id: int, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> dict[str, Any]:
     automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
     body = validate(AutomationEmailCreate, raw, status=422)
@@ -403,7 +403,7 @@ def add_automation_email(
     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
 )
 def update_automation_email(
-    id: int, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> dict[str, Any]:
     item, automation = owned_item(session, id, principal)
     body = validate(AutomationEmailUpdate, raw, status=422)

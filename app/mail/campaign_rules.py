@@ -47,7 +47,10 @@ def to_utc(moment: datetime, timezone: str) -> datetime:
     """A date-time without an offset is wall-clock time in the campaign's time zone."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=ZoneInfo(timezone))
-    return moment.astimezone(ZoneInfo("UTC"))
+    try:
+        return moment.astimezone(ZoneInfo("UTC"))
+    except OverflowError as exc:  # 0001-01-01 east of UTC, 9999-12-31 west of it
+        raise ValidationFailed({"scheduled_at": ["The scheduled at field must be a valid date."]}) from exc
 
 
 def check_can_send(account: Account) -> None:

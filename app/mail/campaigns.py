@@ -31,7 +31,7 @@ from app.mail.campaign_rules import (
     live_list_ids,
     to_utc,
 )
-from app.mail.common import check_list_ids, paginate
+from app.mail.common import RowId, check_list_ids, paginate
 from app.mail.input import ListIds, MailInput, validate
 from app.mail.schemas import CampaignOut, CampaignStatsOut, ErrorOut, MessageOut, Page
 from app.mail.stats import campaign_stats
@@ -196,7 +196,7 @@ def create_campaign(session: SessionDep, principal: PaidMailUser, raw: MailInput
     summary="Get a campaign",
     responses={404: {"model": ErrorOut}},
 )
-def get_campaign(id: int, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def get_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
     return campaign_views(session, [any_campaign(session, id, principal.account.id)])[0]
 
 
@@ -211,7 +211,9 @@ def get_campaign(id: int, session: SessionDep, principal: PaidMailUser) -> dict[
         422: {"model": ErrorOut},
     },
 )
-def update_campaign(id: int, session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
+def update_campaign(
+    id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> dict[str, Any]:
     campaign = regular_campaign(session, id, principal.account.id)
     reject_if_sent(campaign)
     body = validate(CampaignUpdate, raw, status=422)
@@ -234,7 +236,12 @@ def update_campaign(id: int, session: SessionDep, principal: PaidMailUser, raw: 
         if body.scheduled_at is None:
             campaign.scheduled_at = None
         else:
-            timezone = schedule_checks(principal, live_list_ids(session, campaign.id), campaign.timezone)
+            # A draft made while the account had no time zone takes the account's once it has one.
+            timezone = schedule_checks(
+                principal,
+                live_list_ids(session, campaign.id),
+                campaign.timezone or principal.account.timezone or None,
+            )
             campaign.timezone = timezone
             campaign.scheduled_at = to_utc(body.scheduled_at, timezone)
     elif (
@@ -254,7 +261,7 @@ def update_campaign(id: int, session: SessionDep, principal: PaidMailUser, raw: 
     summary="Delete a campaign that has not been sent",
     responses={404: {"model": ErrorOut}, 409: {"model": ErrorOut}},
 )
-def delete_campaign(id: int, session: SessionDep, principal: PaidMailUser) -> MessageOut:
+def delete_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
     campaign = regular_campaign(session, id, principal.account.id)
     reject_if_sent(campaign)
     campaign.deleted_at = utcnow()
@@ -273,7 +280,7 @@ def delete_campaign(id: int, session: SessionDep, principal: PaidMailUser) -> Me
         409: {"model": ErrorOut},
     },
 )
-def send_campaign(id: int, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def send_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
     campaign = regular_campaign(session, id, principal.account.id)
     reject_if_sent(campaign)
     if campaign.scheduled_at is not None:
@@ -293,6 +300,6 @@ def send_campaign(id: int, session: SessionDep, principal: PaidMailUser) -> dict
     summary="A campaign's delivery statistics (rates in percent)",
     responses={404: {"model": ErrorOut}},
 )
-def get_campaign_stats(id: int, session: SessionDep, principal: PaidMailUser) -> CampaignStatsOut:
+def get_campaign_stats(id: RowId, session: SessionDep, principal: PaidMailUser) -> CampaignStatsOut:
     campaign = any_campaign(session, id, principal.account.id)
     return campaign_stats(session, [campaign.id])[campaign.id]

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.errors import DomainError
-from app.mail.common import check_list_ids, owned, paginate
+from app.mail.common import RowId, check_list_ids, owned, paginate
 from app.mail.contacts import ContactFilter
 from app.mail.input import MailInput, validate
 from app.mail.schemas import ErrorOut, FormOut, Page
@@ -52,5 +52,5 @@ def list_forms(
 
 
 @router.get("/forms/{id}", response_model=FormOut, summary="Get a form", responses={404: {"model": ErrorOut}})
-def get_form(id: int, session: SessionDep, principal: PaidMailUser) -> Form:
+def get_form(id: RowId, session: SessionDep, principal: PaidMailUser) -> Form:
     return owned(session, Form, id, principal.account.id, "Form not found.")

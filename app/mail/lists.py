@@ -13,7 +13,7 @@ from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.errors import Conflict, NotFound
 from app.kit.time import utcnow
-from app.mail.common import owned, paginate
+from app.mail.common import RowId, owned, paginate
 from app.mail.contacts import CONTACTS_PER_PAGE, ContactFilter, live_contacts, search
 from app.mail.input import MailInput, validate
 from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
@@ -110,7 +110,7 @@ def create_list(session: SessionDep, principal: PaidMailUser, raw: MailInput) ->
 @router.get(
     "/lists/{id}", response_model=ContactListOut, summary="Get a list", responses={404: {"model": ErrorOut}}
 )
-def get_list(id: int, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def get_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
     contact_list = owned(session, ContactList, id, principal.account.id, "List not found.")
     return list_views(session, [contact_list])[0]
 
@@ -121,7 +121,7 @@ def get_list(id: int, session: SessionDep, principal: PaidMailUser) -> dict[str,
     summary="Delete a list",
     responses={404: {"model": ErrorOut}, 409: {"model": ListInUseOut}},
 )
-def delete_list(id: int, session: SessionDep, principal: PaidMailUser) -> MessageOut:
+def delete_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
     contact_list = owned(session, ContactList, id, principal.account.id, "List not found.")
     usages = list_usages(session, contact_list.id)
     if usages:
@@ -140,7 +140,7 @@ def delete_list(id: int, session: SessionDep, principal: PaidMailUser) -> Messag
     responses={404: {"model": ErrorOut}},
 )
 def get_list_contacts(
-    list_id: int, request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    list_id: RowId, request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> dict[str, Any]:
     owned(session, ContactList, list_id, principal.account.id, "List not found.")
     filters = validate(ContactFilter, raw, status=422)
@@ -158,7 +158,7 @@ def get_list_contacts(
     responses={404: {"model": ErrorOut}},
 )
 def remove_list_contact(
-    list_id: int, contact_id: int, session: SessionDep, principal: PaidMailUser
+    list_id: RowId, contact_id: RowId, session: SessionDep, principal: PaidMailUser
 ) -> Contact:
     owned(session, ContactList, list_id, principal.account.id, "List not found.")
     contact = owned(session, Contact, contact_id, principal.account.id, "Contact not found.")
