@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db import create_db_engine, make_session_factory, transaction
 from app.identity.accounts import create_user, find_user_by_email
-from app.identity.dependencies import Principal
+from app.identity.principal import principal_of
 from app.identity.tokens import TOKEN_PREFIX, create_personal_token, hash_token
 from app.kit.errors import DomainError
 from app.models import Account, PersonalToken, User
@@ -218,7 +218,7 @@ def contacts_import(
         def work(session: Session) -> None:
             nonlocal created, updated, skipped
             user = user_by_email(session, email)
-            principal = Principal(user=user, account=session.get_one(Account, user.account_id))
+            principal = principal_of(user, session.get_one(Account, user.account_id))
             writes = []
             for row in rows:
                 address = row.get("email", "")

@@ -67,6 +67,11 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
 
 
+def make_write_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions whose transaction, when it starts (lazily, at the first statement), is a writer's."""
+    return make_session_factory(engine.execution_options(**{SQLITE_IMMEDIATE: True}))
+
+
 def begin_write(session: Session) -> None:
     """Start the session's transaction as a writer (BEGIN IMMEDIATE on SQLite; no-op elsewhere)."""
     session.connection(execution_options={SQLITE_IMMEDIATE: True})
@@ -115,23 +120,35 @@ def _end(session: Session, commit: bool) -> None:
 async def get_session(request: Request) -> AsyncIterator[Session]:
     """The request's unit of work: commits when the route returns, rolls back when it raises.
 
-    Writes open as writers (BEGIN IMMEDIATE on SQLite) so concurrent writers queue instead of failing.
-    An async dependency, so a read costs no worker thread to open (making a session does no I/O); the
-    blocking parts (BEGIN IMMEDIATE, commit, rollback) run in the thread pool, and the end is shielded
-    from cancellation so the connection always goes back to the pool.
+    Writes use `write_session_factory` (BEGIN IMMEDIATE on SQLite, at the first statement, so concurrent
+    writers queue instead of failing and authentication's own short write comes before the lock). Reads
+    use `read_session_factory` (autocommit on PostgreSQL). An async dependency, so a request costs no
+    worker thread for its session: making one does no I/O, a session that never touched the database (or
+    only read in autocommit) is closed on the loop, and commit or rollback run in the thread pool,
+    shielded from cancellation so the connection always goes back.
     """
-    factory: sessionmaker[Session] = request.app.state.session_factory
+    reading = request.method in ("GET", "HEAD", "OPTIONS")
+    state = request.app.state
+    factory: sessionmaker[Session] = state.read_session_factory if reading else state.write_session_factory
     session = factory()
     try:
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
-            await run_in_threadpool(begin_write, session)
         yield session
     except BaseException:
         with CancelScope(shield=True):
-            await run_in_threadpool(_end, session, False)
+            await _finish(session, commit=False, autocommit=reading and factory is not state.session_factory)
         raise
     with CancelScope(shield=True):
-        await run_in_threadpool(_end, session, True)
+        await _finish(session, commit=True, autocommit=reading and factory is not state.session_factory)
+
+
+async def _finish(session: Session, *, commit: bool, autocommit: bool) -> None:
+    if not session.in_transaction() or (
+        autocommit and not session.dirty and not session.new and not session.deleted
+    ):
+        # Nothing to send: closing only returns an idle connection to the pool.
+        session.close()
+        return
+    await run_in_threadpool(_end, session, commit)
 
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]

@@ -12,45 +12,18 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.config import Settings
-from app.db import create_db_engine, make_session_factory
+from app.db import create_db_engine, is_sqlite_url, make_session_factory, make_write_session_factory
 from app.health import health_router
 from app.identity.dependencies import RATE_LIMIT_HEADERS_STATE
+from app.identity.token_lookup import CachedTokenLookup, PostgresTokenLookup, SessionTokenLookup, TokenLookup
 from app.kit.errors import DomainError
 from app.kit.ratelimit import RateLimiter
-from app.mail.router import mail_router
+from app.mail.router import mail_routers
 from app.openapi_docs import install_openapi_routes
 
 log = logging.getLogger("tidings")
-
-
-class RateLimitHeaders:
-    """Puts the rate headers a dependency recorded on the response, including error responses."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                recorded = scope.get("state", {}).get(RATE_LIMIT_HEADERS_STATE)
-                if recorded:
-                    present = {k.lower() for k, _ in message.get("headers", [])}
-                    extra = [
-                        (k.lower().encode(), v.encode())
-                        for k, v in recorded.items()
-                        if k.lower().encode() not in present
-                    ]
-                    message = {**message, "headers": [*message.get("headers", []), *extra]}
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
 
 
 def error_body(request: Request, error: DomainError) -> dict[str, Any]:
@@ -69,10 +42,17 @@ def error_body(request: Request, error: DomainError) -> dict[str, Any]:
     return body
 
 
+def rate_headers(request: Request) -> dict[str, str]:
+    """The rate headers the authentication dependency recorded, for error responses too."""
+    recorded: dict[str, str] = getattr(request.state, RATE_LIMIT_HEADERS_STATE, {})
+    return recorded
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_domain_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, DomainError)
-        return JSONResponse(error_body(request, exc), status_code=exc.status, headers=exc.headers)
+        headers = {**rate_headers(request), **exc.headers}
+        return JSONResponse(error_body(request, exc), status_code=exc.status, headers=headers)
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
@@ -84,7 +64,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_request_validation(request: Request, exc: Exception) -> JSONResponse:
         # Only path parameters are declared to FastAPI; a non-integer id names no resource.
         error = DomainError(404, "Not Found.", code="not_found")
-        return JSONResponse(error_body(request, error), status_code=404)
+        return JSONResponse(error_body(request, error), status_code=404, headers=rate_headers(request))
 
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
@@ -106,12 +86,24 @@ def create_app(
     if session_factory is None:
         engine = create_db_engine(settings.database_url)
         session_factory = make_session_factory(engine)
+    read_session_factory = write_session_factory = session_factory
+    if engine is not None and is_sqlite_url(settings.database_url):
+        write_session_factory = make_write_session_factory(engine)
+    token_lookup: TokenLookup = SessionTokenLookup(session_factory)
+    if engine is not None and not is_sqlite_url(settings.database_url):
+        # Reads need no transaction: autocommit saves the BEGIN and COMMIT round trips of every GET.
+        read_session_factory = make_session_factory(engine.execution_options(isolation_level="AUTOCOMMIT"))
+        token_lookup = PostgresTokenLookup(settings.database_url)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
-        if engine is not None:
-            engine.dispose()
+        await app.state.token_lookup.open()
+        try:
+            yield
+        finally:
+            await app.state.token_lookup.close()
+            if engine is not None:
+                engine.dispose()
 
     app = FastAPI(
         title="Tidings",
@@ -121,10 +113,14 @@ def create_app(
     )
     app.state.settings = settings
     app.state.session_factory = session_factory
+    app.state.read_session_factory = read_session_factory
+    app.state.write_session_factory = write_session_factory
+    app.state.token_lookup = CachedTokenLookup(token_lookup)
     app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
-    app.add_middleware(RateLimitHeaders)
     install_error_handlers(app)
     app.include_router(health_router)
-    app.include_router(mail_router)
+    # Each feature's routes go straight into the app: a router of routers costs a match per level.
+    for router in mail_routers:
+        app.include_router(router)
     install_openapi_routes(app)
     return app

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Response
 
-from app.db import SessionDep
-from app.identity.tokens import find_token_owner
+from app.identity.principal import Principal
+from app.identity.token_lookup import CachedTokenLookup
 from app.kit.errors import DomainError
 from app.kit.ratelimit import RateLimiter
-from app.models import Account, User
 
 PAID_PLANS = ("lifetime", "empire")
 RATE_LIMIT_HEADERS_STATE = "rate_limit_headers"
-
-
-@dataclass(frozen=True)
-class Principal:
-    user: User
-    account: Account
 
 
 class Unauthenticated(DomainError):
@@ -36,27 +28,29 @@ def bearer_token(request: Request) -> str | None:
     return token.strip()
 
 
-def current_mail_user(request: Request, session: SessionDep) -> Principal:
+async def current_mail_user(request: Request, response: Response) -> Principal:
     """A bearer token's owner, counted against the per-user rate limit of the email API."""
     token = bearer_token(request)
-    owner = find_token_owner(session, token) if token else None
-    if owner is None:
+    lookup: CachedTokenLookup = request.app.state.token_lookup
+    writing = request.method not in ("GET", "HEAD", "OPTIONS")
+    principal = await lookup.find(token, fresh=writing) if token else None
+    if principal is None:
         raise Unauthenticated()
-    user, account = owner
     limiter: RateLimiter = request.app.state.mail_rate_limiter
-    decision = limiter.hit("mail", str(user.id))
-    # Read by the middleware that puts the rate headers on every response, errors included.
-    setattr(request.state, RATE_LIMIT_HEADERS_STATE, decision.headers())
+    decision = await limiter.hit("mail", str(principal.user.id))
+    headers = decision.headers()
+    response.headers.update(headers)
+    # Error responses are made by the exception handlers, which add these too.
+    setattr(request.state, RATE_LIMIT_HEADERS_STATE, headers)
     if not decision.allowed:
         raise DomainError(429, "Too Many Attempts.", code="rate_limited", headers=decision.headers())
-    return Principal(user=user, account=account)
+    return principal
 
 
 MailUser = Annotated[Principal, Depends(current_mail_user)]
 
 
 async def current_paid_mail_user(principal: MailUser) -> Principal:
-    # Async: a plan check does no I/O, so it need not take a worker thread.
     if principal.account.plan not in PAID_PLANS:
         raise DomainError(403, "API access requires a paid plan (lifetime or empire).", code="forbidden")
     return principal

@@ -1,12 +1,17 @@
-"""Request rate limits with the `limits` library: in memory, or in Redis when several processes serve."""
+"""Request rate limits with the `limits` library: in memory, or in Redis when several processes serve.
+
+The asynchronous flavour, so a check never takes a worker thread, and the sliding-window counter, which
+costs the same for every request whatever the limit (a moving window keeps one entry per request).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
-from limits.storage import MemoryStorage, Storage, storage_from_string
-from limits.strategies import MovingWindowRateLimiter
+from limits.aio.storage import MemoryStorage, Storage
+from limits.aio.strategies import SlidingWindowCounterRateLimiter
+from limits.storage import storage_from_string
 
 from app.kit.time import utcnow
 
@@ -30,15 +35,22 @@ class RateLimiter:
 
     def __init__(self, limit: str, redis_url: str = "") -> None:
         self.item: RateLimitItem = parse(limit)
-        storage = storage_from_string(redis_url) if redis_url else MemoryStorage()
-        assert isinstance(storage, Storage)  # the synchronous kind: routes run in worker threads
+        storage = (
+            storage_from_string(f"async+{redis_url}", implementation="redispy")
+            if redis_url
+            else MemoryStorage()
+        )
+        assert isinstance(storage, Storage)
         self.storage = storage
-        self.limiter = MovingWindowRateLimiter(self.storage)
+        self.limiter = SlidingWindowCounterRateLimiter(storage)
 
-    def hit(self, namespace: str, key: str) -> RateDecision:
-        allowed = self.limiter.hit(self.item, namespace, key)
-        reset_at, remaining = self.limiter.get_window_stats(self.item, namespace, key)
-        retry_after = max(1, int(reset_at - utcnow().timestamp()) + 1)
+    async def hit(self, namespace: str, key: str) -> RateDecision:
+        allowed = await self.limiter.hit(self.item, namespace, key)
+        stats = await self.limiter.get_window_stats(self.item, namespace, key)
+        retry_after = max(1, int(stats.reset_time - utcnow().timestamp()) + 1)
         return RateDecision(
-            allowed=allowed, limit=self.item.amount, remaining=max(0, remaining), retry_after=retry_after
+            allowed=allowed,
+            limit=self.item.amount,
+            remaining=max(0, stats.remaining),
+            retry_after=retry_after,
         )

@@ -11,10 +11,11 @@ from pydantic_core import PydanticCustomError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.identity.principal import AccountInfo
 from app.kit.errors import Forbidden, ValidationFailed
 from app.kit.time import iso, utcnow
 from app.mail.input import EmailStr
-from app.models import Account, CampaignList, ContactList
+from app.models import CampaignList, ContactList
 
 MAX_HTML = 1_000_000
 MAX_SHORT = 191
@@ -53,7 +54,7 @@ def to_utc(moment: datetime, timezone: str) -> datetime:
         raise ValidationFailed({"scheduled_at": ["The scheduled at field must be a valid date."]}) from exc
 
 
-def check_can_send(account: Account) -> None:
+def check_can_send(account: AccountInfo) -> None:
     """403 while the account is in its sending warm-up."""
     if account.warmup_until is not None and account.warmup_until > utcnow():
         raise Forbidden(

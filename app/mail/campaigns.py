@@ -17,7 +17,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.db import SessionDep
-from app.identity.dependencies import PaidMailUser, Principal
+from app.identity.dependencies import PaidMailUser
+from app.identity.principal import Principal
 from app.kit.errors import Conflict, DomainError, NotFound, ValidationFailed
 from app.kit.time import utcnow
 from app.mail.campaign_rules import (

@@ -28,7 +28,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from app.db import SessionDep, upsert
-from app.identity.dependencies import PaidMailUser, Principal
+from app.identity.dependencies import PaidMailUser
+from app.identity.principal import Principal
 from app.kit.errors import DomainError, NotFound
 from app.kit.time import utcnow
 from app.mail.common import RowId, check_list_ids, owned, paginate

@@ -9,7 +9,8 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.db import SessionDep, upsert
-from app.identity.dependencies import PaidMailUser, Principal
+from app.identity.dependencies import PaidMailUser
+from app.identity.principal import Principal
 from app.kit.errors import ValidationFailed
 from app.mail.common import paginate
 from app.mail.schemas import ContactFieldOut, Page

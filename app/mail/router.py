@@ -6,6 +6,9 @@ from fastapi import APIRouter
 
 from app.mail import automations, campaigns, contacts, fields, forms, lists, me
 
+mail_routers: list[APIRouter] = [
+    feature.router for feature in (me, contacts, lists, campaigns, automations, forms, fields)
+]
 mail_router = APIRouter()
-for feature in (me, contacts, lists, campaigns, automations, forms, fields):
-    mail_router.include_router(feature.router)
+for _router in mail_routers:
+    mail_router.include_router(_router)

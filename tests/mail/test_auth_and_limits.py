@@ -3,6 +3,7 @@ and the per-user rate limit with its X-RateLimit-* headers and the 429 with Retr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
+from app.identity.token_lookup import CachedTokenLookup, SessionTokenLookup
 from app.identity.tokens import create_personal_token
 from app.main import create_app
 from app.models import Account, Contact, ContactList, PersonalToken, User
@@ -127,15 +129,29 @@ def test_an_unauthenticated_write_changes_nothing(client: TestClient, api_user: 
     assert db.scalar(select(func.count()).select_from(Contact)) == 0
 
 
-def test_a_revoked_token_is_401(client: TestClient, api_user: ApiUser, db: Session) -> None:
+def test_a_revoked_token_is_401_within_the_cache_time(
+    client: TestClient, api_user: ApiUser, db: Session
+) -> None:
     assert client.get("/me", headers=api_user.headers).status_code == 200
     db.execute(
         update(PersonalToken).where(PersonalToken.user_id == api_user.user_id).values(revoked_at=func.now())
     )
     db.commit()
+    # A write looks the token up afresh at once...
+    response = client.post("/lists", json={"name": "x"}, headers=api_user.headers)
+    assert response.status_code == 401
+    assert response.json() == UNAUTHENTICATED
+    # ...and a read no later than the principal cache's time to live.
+    time.sleep(CachedTokenLookup(SessionTokenLookup(sessionmaker())).ttl + 0.05)
     response = client.get("/me", headers=api_user.headers)
     assert response.status_code == 401
     assert response.json() == UNAUTHENTICATED
+
+
+def test_reads_see_the_callers_own_writes_at_once(client: TestClient, api_user: ApiUser) -> None:
+    assert client.get("/me", headers=api_user.headers).json()["contacts_count"] == 0
+    client.post("/contacts", json={"email": "fresh@example.com"}, headers=api_user.headers)
+    assert client.get("/me", headers=api_user.headers).json()["contacts_count"] == 1
 
 
 def test_the_bearer_scheme_is_case_insensitive(client: TestClient, api_user: ApiUser) -> None:
@@ -207,12 +223,16 @@ def test_paid_plans_use_the_api(client: TestClient, make_user: Any, plan: str) -
     assert client.post("/lists", json={"name": "News"}, headers=user.headers).status_code == 200
 
 
-def test_a_plan_change_applies_to_the_next_request(client: TestClient, make_user: Any, db: Session) -> None:
+def test_a_plan_change_applies_to_the_next_write_and_then_to_reads(
+    client: TestClient, make_user: Any, db: Session
+) -> None:
     user = make_user(plan="free")
     assert client.get("/contacts", headers=user.headers).status_code == 403
     account_id = db.scalars(select(User.account_id).where(User.id == user.user_id)).one()
     db.execute(update(Account).where(Account.id == account_id).values(plan="lifetime"))
     db.commit()
+    # Writes look the account up afresh (reads may be served from the one-second principal cache).
+    assert client.post("/lists", json={"name": "Paid now"}, headers=user.headers).status_code == 200
     assert client.get("/contacts", headers=user.headers).status_code == 200
 
 

@@ -1,0 +1,162 @@
+"""Finding a bearer token's principal: on the event loop with psycopg's async pool on PostgreSQL, or
+through the request's session in a worker thread (SQLite, and tests that share one transaction).
+
+Authentication runs on every request; doing it without a worker thread makes `GET /me` need none at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+from typing import Protocol
+
+from fastapi.concurrency import run_in_threadpool
+from psycopg_pool import AsyncConnectionPool
+from sqlalchemy import update
+from sqlalchemy.dialects.postgresql import psycopg
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db import transaction
+from app.identity.principal import Principal, by_token_hash, principal_from_row
+from app.identity.tokens import TOKEN_PREFIX, hash_token
+from app.kit.time import utcnow
+from app.models import PersonalToken
+
+log = logging.getLogger("tidings.auth")
+
+# last_used_at is refreshed at most this often, so a busy client does not turn every read into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=5)
+
+
+def needs_touch(principal: Principal) -> bool:
+    last = principal.token_last_used_at
+    return principal.token_id is not None and (last is None or utcnow() - last > LAST_USED_RESOLUTION)
+
+
+class TokenLookup(Protocol):
+    async def find(self, token: str) -> Principal | None: ...
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+def find_in_session(session: Session, token: str) -> Principal | None:
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    row = session.execute(by_token_hash(), {"token_hash": hash_token(token)}).first()
+    return principal_from_row(row) if row is not None else None
+
+
+class SessionTokenLookup:
+    """Through a session of the app's factory, in a worker thread."""
+
+    def __init__(self, factory: sessionmaker[Session]) -> None:
+        self.factory = factory
+
+    async def find(self, token: str) -> Principal | None:
+        return await run_in_threadpool(self._find, token)
+
+    def _find(self, token: str) -> Principal | None:
+        with transaction(self.factory, write=False) as session:
+            principal = find_in_session(session, token)
+        if principal is not None and needs_touch(principal):
+            # Its own short write, committed before the request's transaction starts; only a record.
+            try:
+                with transaction(self.factory) as session:
+                    session.execute(
+                        update(PersonalToken)
+                        .where(PersonalToken.id == principal.token_id)
+                        .values(last_used_at=utcnow())
+                    )
+            except SQLAlchemyError as exc:
+                log.warning("could not record the use of token %s: %s", principal.token_id, exc)
+        return principal
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+class PostgresTokenLookup:
+    """Through a small pool of autocommit connections of psycopg's own async driver."""
+
+    SQL = str(by_token_hash().compile(dialect=psycopg.dialect(), compile_kwargs={"render_postcompile": True}))  # type: ignore[no-untyped-call]
+    TOUCH = "UPDATE personal_tokens SET last_used_at = %(now)s WHERE id = %(id)s"
+
+    def __init__(self, database_url: str, max_size: int = 16) -> None:
+        conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self.pool = AsyncConnectionPool(
+            conninfo, min_size=1, max_size=max_size, kwargs={"autocommit": True}, open=False
+        )
+
+    async def open(self) -> None:
+        await self.pool.open()
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def find(self, token: str) -> Principal | None:
+        if not token.startswith(TOKEN_PREFIX):
+            return None
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(self.SQL, {"token_hash": hash_token(token)})
+            row = await cursor.fetchone()
+            if row is None:
+                return None
+            principal = principal_from_row(row)
+            if needs_touch(principal):
+                await conn.execute(
+                    self.TOUCH, {"now": utcnow().replace(tzinfo=None), "id": principal.token_id}
+                )
+        return principal
+
+
+class CachedTokenLookup:
+    """Remembers each token's principal for a second, so a busy client costs one query a second.
+
+    Reads may therefore see a revocation, a plan change or another process's contact count up to
+    `ttl` seconds late. A write request always looks the token up afresh and drops what this process
+    remembers of its account, so a client reading after its own write sees the write.
+    """
+
+    MAX_ENTRIES = 10_000
+
+    def __init__(self, inner: TokenLookup, ttl: float = 1.0) -> None:
+        self.inner = inner
+        self.ttl = ttl
+        self.entries: dict[str, tuple[float, Principal]] = {}
+
+    async def open(self) -> None:
+        await self.inner.open()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def find(self, token: str, *, fresh: bool = False) -> Principal | None:
+        now = time.monotonic()
+        if not fresh:
+            cached = self.entries.get(token)
+            if cached is not None and cached[0] > now:
+                return cached[1]
+        principal = await self.inner.find(token)
+        if principal is None:
+            self.entries.pop(token, None)
+            return None
+        if fresh:
+            # The write that follows may change the account: nothing remembered from before it stays.
+            self.forget_account(principal.account.id)
+            return principal
+        if len(self.entries) >= self.MAX_ENTRIES:
+            self.entries.clear()
+        self.entries[token] = (now + self.ttl, principal)
+        return principal
+
+    def forget_account(self, account_id: int) -> None:
+        for token in [t for t, (_, p) in self.entries.items() if p.account.id == account_id]:
+            del self.entries[token]
