@@ -16,9 +16,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.config import Settings
 from app.db import create_db_engine, is_sqlite_url, make_session_factory, make_write_session_factory
 from app.health import health_router
-from app.identity.dependencies import RATE_LIMIT_HEADERS_STATE
+from app.identity.dependencies import rate_headers
 from app.identity.token_lookup import CachedTokenLookup, PostgresTokenLookup, SessionTokenLookup, TokenLookup
 from app.kit.errors import DomainError
+from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.mail.router import mail_routers
 from app.openapi_docs import install_openapi_routes
@@ -40,12 +41,6 @@ def error_body(request: Request, error: DomainError) -> dict[str, Any]:
         body["errors"] = error.errors
     body.update(error.extra)
     return body
-
-
-def rate_headers(request: Request) -> dict[str, str]:
-    """The rate headers the authentication dependency recorded, for error responses too."""
-    recorded: dict[str, str] = getattr(request.state, RATE_LIMIT_HEADERS_STATE, {})
-    return recorded
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -116,6 +111,7 @@ def create_app(
     app.state.read_session_factory = read_session_factory
     app.state.write_session_factory = write_session_factory
     app.state.token_lookup = CachedTokenLookup(token_lookup)
+    app.state.page_anchors = PageAnchors()
     app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
     install_error_handlers(app)
     app.include_router(health_router)

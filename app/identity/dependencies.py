@@ -15,6 +15,13 @@ PAID_PLANS = ("lifetime", "empire")
 RATE_LIMIT_HEADERS_STATE = "rate_limit_headers"
 
 
+def rate_headers(request: Request) -> dict[str, str]:
+    """The rate headers authentication recorded: for error responses and for routes that return a
+    Response of their own (FastAPI adds the injected response's headers only to returned values)."""
+    recorded: dict[str, str] = getattr(request.state, RATE_LIMIT_HEADERS_STATE, {})
+    return recorded
+
+
 class Unauthenticated(DomainError):
     def __init__(self) -> None:
         super().__init__(401, "Unauthenticated.", code="not_authenticated")

@@ -22,6 +22,7 @@ class AccountInfo:
     plan: str
     contact_limit: int
     contacts_count: int
+    contacts_version: int
     timezone: str
     warmup_until: datetime | None
 
@@ -57,6 +58,7 @@ def principal_of(user: User, account: Account) -> Principal:
             account.plan,
             account.contact_limit,
             account.contacts_count,
+            account.contacts_version,
             account.timezone,
             account.warmup_until,
         ),
@@ -79,6 +81,7 @@ def by_token_hash() -> Select[Any]:
             Account.plan,
             Account.contact_limit,
             Account.contacts_count,
+            Account.contacts_version,
             Account.timezone,
             Account.warmup_until,
         )
@@ -110,12 +113,15 @@ def principal_from_row(row: Any) -> Principal:
         plan,
         contact_limit,
         contacts_count,
+        contacts_version,
         timezone,
         warmup_until,
     ) = row
     return Principal(
         user=UserInfo(user_id, account_id, email, name, bool(is_staff), _utc(created), _utc(updated)),  # type: ignore[arg-type]
-        account=AccountInfo(account_id, plan, contact_limit, contacts_count, timezone, _utc(warmup_until)),
+        account=AccountInfo(
+            account_id, plan, contact_limit, contacts_count, contacts_version, timezone, _utc(warmup_until)
+        ),
         token_id=token_id,
         token_last_used_at=_utc(last_used),
     )

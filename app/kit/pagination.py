@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
+from threading import Lock
 from typing import Any
 from urllib.parse import urlencode
 
@@ -57,3 +59,31 @@ def page_envelope(
         "to": last_index,
         "total": total,
     }
+
+
+class PageAnchors:
+    """Where pages start (their first id), remembered per listing version.
+
+    A deep page by OFFSET makes the database step over every row before it; with the first id known,
+    the page is an index range scan. Keys carry a version of the listing (for contacts, the account's
+    contacts_version), so a change to the set of rows makes old positions unreachable instead of wrong.
+    """
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self.max_entries = max_entries
+        self.entries: OrderedDict[tuple[Any, ...], int] = OrderedDict()
+        self.lock = Lock()
+
+    def get(self, key: tuple[Any, ...]) -> int | None:
+        with self.lock:
+            first_id = self.entries.get(key)
+            if first_id is not None:
+                self.entries.move_to_end(key)
+            return first_id
+
+    def put(self, key: tuple[Any, ...], first_id: int) -> None:
+        with self.lock:
+            self.entries[key] = first_id
+            self.entries.move_to_end(key)
+            while len(self.entries) > self.max_entries:
+                self.entries.popitem(last=False)

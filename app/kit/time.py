@@ -17,3 +17,10 @@ def iso(value: datetime | None) -> str | None:
         value = value.replace(tzinfo=UTC)
     # isoformat, not strftime: %Y does not pad years before 1000 to four digits.
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def iso_naive_utc(value: datetime | None) -> str | None:
+    """`iso` for a naive datetime already in UTC (as stored), without time zone arithmetic."""
+    if value is None:
+        return None
+    return value.isoformat(timespec="microseconds") + "Z"

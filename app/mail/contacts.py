@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 from sqlalchemy import (
     ColumnElement,
+    DateTime,
     Select,
     String,
     any_,
@@ -22,17 +23,19 @@ from sqlalchemy import (
     null,
     or_,
     select,
+    type_coerce,
     update,
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from app.db import SessionDep, upsert
-from app.identity.dependencies import PaidMailUser
+from app.identity.dependencies import PaidMailUser, rate_headers
 from app.identity.principal import Principal
 from app.kit.errors import DomainError, NotFound
-from app.kit.time import utcnow
-from app.mail.common import RowId, check_list_ids, owned, paginate
+from app.kit.responses import json_response
+from app.kit.time import iso_naive_utc, utcnow
+from app.mail.common import RowId, check_list_ids, owned, paginate, paginate_rows
 from app.mail.fields import set_field_values
 from app.mail.input import EmailStr, ListIds, MailInput, as_list, validate
 from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
@@ -288,9 +291,63 @@ def upsert_contacts(
         session.execute(
             update(Account)
             .where(Account.id == account_id)
-            .values(contacts_count=Account.contacts_count + created)
+            .values(
+                contacts_count=Account.contacts_count + created,
+                contacts_version=Account.contacts_version + 1,
+            )
         )
     return UpsertResult(created=created, updated=len(merged) - created, ids_by_key=ids_by_key)
+
+
+# Timestamps are read as the naive UTC values stored, skipping the column type's time zone round trip.
+CONTACT_COLUMNS = (
+    Contact.id,
+    Contact.email,
+    Contact.first_name,
+    Contact.last_name,
+    Contact.ip_address,
+    type_coerce(Contact.unsubscribed_at, DateTime()),
+    type_coerce(Contact.created_at, DateTime()),
+    type_coerce(Contact.updated_at, DateTime()),
+)
+
+
+def contact_json(row: Any) -> dict[str, Any]:
+    """A row of CONTACT_COLUMNS as ContactOut writes it (listings skip building ORM objects and models)."""
+    return {
+        "id": row[0],
+        "email": row[1],
+        "first_name": row[2],
+        "last_name": row[3],
+        "ip_address": row[4],
+        "unsubscribed_at": iso_naive_utc(row[5]),
+        "created_at": iso_naive_utc(row[6]),
+        "updated_at": iso_naive_utc(row[7]),
+    }
+
+
+def contact_listing(
+    session: Session,
+    request: Request,
+    query: Select[Contact],
+    *,
+    total: int | None = None,
+    anchor_key: tuple[Any, ...] | None = None,
+) -> Response:
+    """A page of contacts (`query` ordered by id) as the JSON envelope, read as plain rows."""
+    paged = paginate_rows(
+        session,
+        request,
+        query.with_only_columns(*CONTACT_COLUMNS),  # type: ignore[arg-type]
+        Contact.id,
+        CONTACTS_PER_PAGE,
+        total=total,
+        anchors=request.app.state.page_anchors,
+        anchor_key=anchor_key,
+    )
+    return json_response(
+        paged.envelope([contact_json(row) for row in paged.rows]), headers=rate_headers(request)
+    )
 
 
 def live_contacts(account_id: int) -> Select[Contact]:
@@ -326,9 +383,7 @@ def _fields_of(items: list[ContactFieldIn]) -> dict[str, str | None]:
 
 
 @router.get("/contacts", response_model=Page[ContactOut], summary="List contacts")
-def list_contacts(
-    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
+def list_contacts(request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Response:
     filters = validate(ContactFilter, raw, status=422)
     query = search(live_contacts(principal.account.id), filters.query)
     if filters.email:
@@ -339,10 +394,16 @@ def list_contacts(
             if filters.unsubscribed
             else Contact.unsubscribed_at.is_(None)
         )
-    unfiltered = not (filters.query or filters.email or filters.unsubscribed is not None)
-    total = principal.account.contacts_count if unfiltered else None
-    paged = paginate(session, request, query.order_by(Contact.id), CONTACTS_PER_PAGE, total)
-    return paged.envelope(paged.rows)
+    if filters.query or filters.email or filters.unsubscribed is not None:
+        return contact_listing(session, request, query.order_by(Contact.id))
+    account = principal.account
+    return contact_listing(
+        session,
+        request,
+        query.order_by(Contact.id),
+        total=account.contacts_count,
+        anchor_key=("contacts", account.id, account.contacts_version),
+    )
 
 
 @router.post(
@@ -393,13 +454,12 @@ def batch_contacts(session: SessionDep, principal: PaidMailUser, raw: MailInput)
 @router.get("/contacts/unsubscribed", response_model=Page[ContactOut], summary="List unsubscribed contacts")
 def list_unsubscribed(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
+) -> Response:
     filters = validate(ContactFilter, raw, status=422)
     query = search(live_contacts(principal.account.id), filters.query).where(
         Contact.unsubscribed_at.is_not(None)
     )
-    paged = paginate(session, request, query.order_by(Contact.id), CONTACTS_PER_PAGE)
-    return paged.envelope(paged.rows)
+    return contact_listing(session, request, query.order_by(Contact.id))
 
 
 @router.get(
@@ -451,7 +511,7 @@ def delete_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> M
     session.execute(
         update(Account)
         .where(Account.id == principal.account.id)
-        .values(contacts_count=Account.contacts_count - 1)
+        .values(contacts_count=Account.contacts_count - 1, contacts_version=Account.contacts_version + 1)
     )
     session.flush()
     return MessageOut(message="Contact deleted.")

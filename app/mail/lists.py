@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
@@ -14,7 +14,7 @@ from app.identity.dependencies import PaidMailUser
 from app.kit.errors import Conflict, NotFound
 from app.kit.time import utcnow
 from app.mail.common import RowId, owned, paginate
-from app.mail.contacts import CONTACTS_PER_PAGE, ContactFilter, live_contacts, search
+from app.mail.contacts import ContactFilter, contact_listing, live_contacts, search
 from app.mail.input import MailInput, validate
 from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.mail.stats import list_averages
@@ -141,14 +141,13 @@ def delete_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> Mess
 )
 def get_list_contacts(
     list_id: RowId, request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
+) -> Response:
     owned(session, ContactList, list_id, principal.account.id, "List not found.")
     filters = validate(ContactFilter, raw, status=422)
     query = search(live_contacts(principal.account.id), filters.query).where(
         Contact.id.in_(select(ListMembership.contact_id).where(ListMembership.list_id == list_id))
     )
-    paged = paginate(session, request, query.order_by(Contact.id), CONTACTS_PER_PAGE)
-    return paged.envelope(paged.rows)
+    return contact_listing(session, request, query.order_by(Contact.id))
 
 
 @router.delete(

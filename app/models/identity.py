@@ -23,6 +23,9 @@ class Account(Timestamped, Base):
     warmup_until: Mapped[datetime | None] = mapped_column(default=None)
     # Live (not deleted) contacts, kept in step by every write so /me and the 402 check need no count(*).
     contacts_count: Mapped[int] = mapped_column(default=0)
+    # Bumped whenever the set of live contacts changes (not when one is edited): remembered page
+    # positions of the contact listing are good while it stays the same.
+    contacts_version: Mapped[int] = mapped_column(default=0, server_default="0")
 
 
 class User(Timestamped, Base):
