@@ -102,6 +102,22 @@ def page_query(query: Select[Any], page: PageRequest) -> Select[Any]:
     return select(entity).join(ids, id_column == ids.c.id).order_by(*query._order_by_clauses)
 
 
+def live_list_ids_among(session: Session, account_id: int, list_ids: list[int]) -> set[int]:
+    """Which of `list_ids` name live lists of the account."""
+    wanted = {i for i in list_ids if valid_id(i)}
+    if not wanted:
+        return set()
+    return set(
+        session.scalars(
+            select(ContactList.id).where(
+                ContactList.account_id == account_id,
+                ContactList.id.in_(wanted),
+                ContactList.deleted_at.is_(None),
+            )
+        )
+    )
+
+
 def check_list_ids(
     session: Session, account_id: int, list_ids: list[int], field: str, status: int
 ) -> list[int]:
@@ -109,15 +125,7 @@ def check_list_ids(
     unique = list(dict.fromkeys(list_ids))
     if not unique:
         return []
-    found = set(
-        session.scalars(
-            select(ContactList.id).where(
-                ContactList.account_id == account_id,
-                ContactList.id.in_([i for i in unique if valid_id(i)]),
-                ContactList.deleted_at.is_(None),
-            )
-        )
-    )
+    found = live_list_ids_among(session, account_id, unique)
     errors = {
         f"{field}.{i}": [f"The selected {field}.{i} is invalid."]
         for i, list_id in enumerate(list_ids)

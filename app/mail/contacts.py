@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any
@@ -32,10 +33,10 @@ from sqlalchemy.orm import Session
 from app.db import SessionDep, upsert
 from app.identity.dependencies import PaidMailUser, rate_headers
 from app.identity.principal import Principal
-from app.kit.errors import DomainError, NotFound
+from app.kit.errors import DomainError, NotFound, ValidationFailed
 from app.kit.responses import json_response
 from app.kit.time import iso_naive_utc, utcnow
-from app.mail.common import RowId, check_list_ids, owned, paginate, paginate_rows
+from app.mail.common import RowId, check_list_ids, live_list_ids_among, owned, paginate, paginate_rows
 from app.mail.fields import set_field_values
 from app.mail.input import EmailStr, ListIds, MailInput, as_list, validate
 from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
@@ -190,15 +191,30 @@ def _unnested_rows(account_id: int, now: datetime, merged: dict[str, ContactWrit
 
 
 def upsert_contacts(
-    session: Session, principal: Principal, writes: list[ContactWrite], *, validation_status: int
+    session: Session,
+    principal: Principal,
+    writes: list[ContactWrite],
+    *,
+    validation_status: int,
+    lists_field: Callable[[int], str] = lambda index: "lists",
 ) -> UpsertResult:
     """Create or update contacts by email (case-insensitive), as one multi-row upsert.
 
     Given names overwrite, missing ones are kept; unsubscribed_at is never cleared; a soft-deleted
     contact with the address comes back (and counts as new against the contact limit). List ids are
     added to the contact's memberships. 402 when the new contacts would pass the account's limit.
+    An unknown list id is a validation error named by `lists_field(index of the write)`.
     """
     account_id = principal.account.id
+    found = live_list_ids_among(session, account_id, [i for write in writes for i in write.lists])
+    errors = {
+        f"{lists_field(index)}.{position}": [f"The selected {lists_field(index)}.{position} is invalid."]
+        for index, write in enumerate(writes)
+        for position, list_id in enumerate(write.lists)
+        if list_id not in found
+    }
+    if errors:
+        raise ValidationFailed(errors, status=validation_status)
     merged: dict[str, ContactWrite] = {}
     for write in writes:
         key = write.email.lower()
@@ -212,8 +228,6 @@ def upsert_contacts(
         merged[key] = write
     if not merged:
         return UpsertResult(0, 0, {})
-    all_list_ids = [list_id for write in merged.values() for list_id in write.lists]
-    check_list_ids(session, account_id, all_list_ids, "lists", validation_status)
 
     # The account row lock orders concurrent writers, so the count below and the limit check agree.
     limit = session.execute(
@@ -447,7 +461,9 @@ def batch_contacts(session: SessionDep, principal: PaidMailUser, raw: MailInput)
         )
         for item in body.contacts
     ]
-    result = upsert_contacts(session, principal, writes, validation_status=422)
+    result = upsert_contacts(
+        session, principal, writes, validation_status=422, lists_field=lambda index: f"contacts.{index}.lists"
+    )
     return BatchResultOut(created=result.created, updated=result.updated)
 
 

@@ -1060,9 +1060,20 @@ def test_batch_with_another_accounts_list_is_422(
     client: TestClient, api_user: ApiUser, make_user: Any
 ) -> None:
     theirs = create_list(client, make_user(), "Theirs")
-    response = batch(client, api_user, [{"email": "ann@example.com", "lists": [theirs]}])
+    mine = create_list(client, api_user, "Mine")
+    response = batch(
+        client,
+        api_user,
+        [
+            {"email": "ann@example.com", "lists": [mine]},
+            {"email": "bob@example.com", "lists": [mine, theirs]},
+        ],
+    )
     assert response.status_code == 422
-    assert response.json()["errors"]
+    # Named like Laravel names it: the item and the position in its own lists.
+    assert response.json()["errors"] == {
+        "contacts.1.lists.1": ["The selected contacts.1.lists.1 is invalid."]
+    }
     assert contacts_page(client, api_user)["total"] == 0
 
 
