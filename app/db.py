@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 from anyio import CancelScope
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
+from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import psycopg
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -152,3 +155,30 @@ async def _finish(session: Session, *, commit: bool, autocommit: bool) -> None:
 
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+
+
+def make_async_pool(url: str, max_size: int = 16) -> AsyncConnectionPool:
+    """PostgreSQL: a pool of autocommit connections of psycopg's async driver, for the hot read paths
+    that run on the event loop (authentication, contact listings). Opened and closed by the app."""
+    conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    return AsyncConnectionPool(
+        conninfo, min_size=1, max_size=max_size, kwargs={"autocommit": True}, open=False
+    )
+
+
+@dataclass(frozen=True)
+class PsycopgStatement:
+    """A Core statement compiled once to psycopg SQL text (`%(name)s` parameters), with the values it
+    carries itself (a LIMIT, say); `params()` adds the ones given at run time."""
+
+    sql: str
+    defaults: dict[str, Any]
+
+    @classmethod
+    def of(cls, statement: Any) -> PsycopgStatement:
+        dialect = psycopg.dialect()  # type: ignore[no-untyped-call]
+        compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+        return cls(str(compiled), dict(compiled.params))
+
+    def params(self, **values: Any) -> dict[str, Any]:
+        return {**self.defaults, **values}

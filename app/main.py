@@ -10,11 +10,18 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.config import Settings
-from app.db import create_db_engine, is_sqlite_url, make_session_factory, make_write_session_factory
+from app.db import (
+    create_db_engine,
+    is_sqlite_url,
+    make_async_pool,
+    make_session_factory,
+    make_write_session_factory,
+)
 from app.health import health_router
 from app.identity.dependencies import rate_headers
 from app.identity.token_lookup import CachedTokenLookup, PostgresTokenLookup, SessionTokenLookup, TokenLookup
@@ -85,18 +92,24 @@ def create_app(
     if engine is not None and is_sqlite_url(settings.database_url):
         write_session_factory = make_write_session_factory(engine)
     token_lookup: TokenLookup = SessionTokenLookup(session_factory)
+    async_pool: AsyncConnectionPool | None = None
     if engine is not None and not is_sqlite_url(settings.database_url):
         # Reads need no transaction: autocommit saves the BEGIN and COMMIT round trips of every GET.
         read_session_factory = make_session_factory(engine.execution_options(isolation_level="AUTOCOMMIT"))
-        token_lookup = PostgresTokenLookup(settings.database_url)
+        async_pool = make_async_pool(settings.database_url)
+        token_lookup = PostgresTokenLookup(async_pool)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if async_pool is not None:
+            await async_pool.open()
         await app.state.token_lookup.open()
         try:
             yield
         finally:
             await app.state.token_lookup.close()
+            if async_pool is not None:
+                await async_pool.close()
             if engine is not None:
                 engine.dispose()
 
@@ -112,6 +125,7 @@ def create_app(
     app.state.write_session_factory = write_session_factory
     app.state.token_lookup = CachedTokenLookup(token_lookup)
     app.state.page_anchors = PageAnchors()
+    app.state.async_pool = async_pool
     app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
     install_error_handlers(app)
     app.include_router(health_router)

@@ -14,12 +14,10 @@ from typing import Protocol
 from fastapi.concurrency import run_in_threadpool
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import update
-from sqlalchemy.dialects.postgresql import psycopg
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db import transaction
+from app.db import PsycopgStatement, transaction
 from app.identity.principal import Principal, by_token_hash, principal_from_row
 from app.identity.tokens import TOKEN_PREFIX, hash_token
 from app.kit.time import utcnow
@@ -86,26 +84,24 @@ class SessionTokenLookup:
 class PostgresTokenLookup:
     """Through a small pool of autocommit connections of psycopg's own async driver."""
 
-    SQL = str(by_token_hash().compile(dialect=psycopg.dialect(), compile_kwargs={"render_postcompile": True}))  # type: ignore[no-untyped-call]
+    QUERY = PsycopgStatement.of(by_token_hash())
     TOUCH = "UPDATE personal_tokens SET last_used_at = %(now)s WHERE id = %(id)s"
 
-    def __init__(self, database_url: str, max_size: int = 16) -> None:
-        conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
-        self.pool = AsyncConnectionPool(
-            conninfo, min_size=1, max_size=max_size, kwargs={"autocommit": True}, open=False
-        )
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        # The app opens and closes the pool; it is shared with other hot reads.
+        self.pool = pool
 
     async def open(self) -> None:
-        await self.pool.open()
+        return None
 
     async def close(self) -> None:
-        await self.pool.close()
+        return None
 
     async def find(self, token: str) -> Principal | None:
         if not token.startswith(TOKEN_PREFIX):
             return None
         async with self.pool.connection() as conn:
-            cursor = await conn.execute(self.SQL, {"token_hash": hash_token(token)})
+            cursor = await conn.execute(self.QUERY.sql, self.QUERY.params(token_hash=hash_token(token)))
             row = await cursor.fetchone()
             if row is None:
                 return None

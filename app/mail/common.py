@@ -45,8 +45,7 @@ def paginate(
     if total is None:
         total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
     rows = list(session.scalars(page_query(query, page))) if page.offset < total else []
-    path = str(request.base_url).rstrip("/") + request.url.path
-    return Paged(rows, page, total, path, dict(request.query_params))
+    return paged_for(request, rows, page, total)
 
 
 def paginate_rows(
@@ -84,6 +83,10 @@ def paginate_rows(
                     anchors.put(key, first_id)
             if first_id is not None:
                 rows = list(connection.execute(query.where(id_column >= first_id).limit(per_page)))
+    return paged_for(request, rows, page, total)
+
+
+def paged_for(request: Request, rows: list[RowT], page: PageRequest, total: int) -> Paged[RowT]:
     path = str(request.base_url).rstrip("/") + request.url.path
     return Paged(rows, page, total, path, dict(request.query_params))
 

@@ -9,6 +9,8 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from psycopg_pool import AsyncConnectionPool
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 from sqlalchemy import (
@@ -30,13 +32,22 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from app.db import SessionDep, upsert
+from app.db import PsycopgStatement, SessionDep, upsert
 from app.identity.dependencies import PaidMailUser, rate_headers
-from app.identity.principal import Principal
+from app.identity.principal import AccountInfo, Principal
 from app.kit.errors import DomainError, NotFound, ValidationFailed
+from app.kit.pagination import PageAnchors, parse_page
 from app.kit.responses import json_response
 from app.kit.time import iso_naive_utc, utcnow
-from app.mail.common import RowId, check_list_ids, live_list_ids_among, owned, paginate, paginate_rows
+from app.mail.common import (
+    RowId,
+    check_list_ids,
+    live_list_ids_among,
+    owned,
+    paged_for,
+    paginate,
+    paginate_rows,
+)
 from app.mail.fields import set_field_values
 from app.mail.input import EmailStr, ListIds, MailInput, as_list, validate
 from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
@@ -364,6 +375,55 @@ def contact_listing(
     )
 
 
+class AccountContactsSql:
+    """The unfiltered listing of an account's contacts as psycopg SQL, compiled once: the hot path of
+    clients that page through every contact runs on the event loop with the async pool."""
+
+    _live = (
+        select(*CONTACT_COLUMNS)
+        .where(Contact.account_id == bindparam("account_id"), Contact.deleted_at.is_(None))
+        .order_by(Contact.id)
+    )
+    FIRST_PAGE = PsycopgStatement.of(_live.limit(CONTACTS_PER_PAGE))
+    ID_AT_OFFSET = PsycopgStatement.of(
+        _live.with_only_columns(Contact.id).offset(bindparam("offset")).limit(1)
+    )
+    PAGE_FROM = PsycopgStatement.of(_live.where(Contact.id >= bindparam("first_id")).limit(CONTACTS_PER_PAGE))
+
+
+async def account_contacts_page(
+    pool: AsyncConnectionPool, request: Request, account: AccountInfo
+) -> Response:
+    """GET /contacts without filters on PostgreSQL: `contact_listing`'s rules, with the async driver."""
+    sql = AccountContactsSql
+    page = parse_page(request.query_params.get("page"), CONTACTS_PER_PAGE)
+    total = account.contacts_count
+    rows: list[Any] = []
+    if page.offset < total:
+        async with pool.connection() as conn:
+            if page.offset == 0:
+                first = sql.FIRST_PAGE
+                rows = await (await conn.execute(first.sql, first.params(account_id=account.id))).fetchall()
+            else:
+                anchors: PageAnchors = request.app.state.page_anchors
+                key = ("contacts", account.id, account.contacts_version, page.page)
+                first_id = anchors.get(key)
+                if first_id is None:
+                    at = sql.ID_AT_OFFSET
+                    found = await (
+                        await conn.execute(at.sql, at.params(account_id=account.id, offset=page.offset))
+                    ).fetchone()
+                    first_id = found[0] if found else None
+                    if first_id is not None:
+                        anchors.put(key, first_id)
+                if first_id is not None:
+                    since = sql.PAGE_FROM
+                    values = since.params(account_id=account.id, first_id=first_id)
+                    rows = await (await conn.execute(since.sql, values)).fetchall()
+    envelope = paged_for(request, rows, page, total).envelope([contact_json(row) for row in rows])
+    return json_response(envelope, headers=rate_headers(request))
+
+
 def live_contacts(account_id: int) -> Select[Contact]:
     return select(Contact).where(Contact.account_id == account_id, Contact.deleted_at.is_(None))
 
@@ -397,8 +457,20 @@ def _fields_of(items: list[ContactFieldIn]) -> dict[str, str | None]:
 
 
 @router.get("/contacts", response_model=Page[ContactOut], summary="List contacts")
-def list_contacts(request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Response:
+async def list_contacts(
+    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> Response:
     filters = validate(ContactFilter, raw, status=422)
+    filtered = filters.query or filters.email or filters.unsubscribed is not None
+    pool: AsyncConnectionPool | None = request.app.state.async_pool
+    if pool is not None and not filtered:
+        return await account_contacts_page(pool, request, principal.account)
+    return await run_in_threadpool(list_contacts_in_session, request, session, principal, filters)
+
+
+def list_contacts_in_session(
+    request: Request, session: Session, principal: Principal, filters: ContactFilter
+) -> Response:
     query = search(live_contacts(principal.account.id), filters.query)
     if filters.email:
         query = query.where(Contact.email_key == filters.email.lower())

@@ -1,5 +1,6 @@
-"""Concurrent writers against a real server process: no request fails on a lock, and the account's
-contact counter agrees with the rows (the account row lock orders upserts of the same addresses)."""
+"""The app as a real server process, configured as in production (on PostgreSQL: the async pool for
+authentication and contact pages, autocommit reads). Concurrent writers never fail on a lock and the
+account's contact counter agrees with the rows; deep contact pages stay right as contacts change."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -120,3 +122,36 @@ def test_concurrent_upserts_all_succeed_and_keep_the_count(
     assert counter == expected
     me = httpx.get(f"{server}/me", headers=headers).json()
     assert me["contacts_count"] == expected
+
+
+def test_contact_pages_served_from_the_event_loop_follow_changes(
+    server: str, committed_user: tuple[int, str]
+) -> None:
+    _, token = committed_user
+    with httpx.Client(base_url=server, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+        contacts = [{"email": f"p{i:04d}@example.com"} for i in range(250)]
+        assert http.post("/contacts/batch", json={"contacts": contacts}).status_code == 200
+        expected = [c["email"] for c in contacts]
+
+        def page(number: int) -> dict[str, Any]:
+            response = http.get("/contacts", params={"page": number})
+            assert response.status_code == 200
+            assert response.headers["x-ratelimit-limit"] == "100000"
+            return dict(response.json())
+
+        first, third = page(1), page(3)
+        assert [c["email"] for c in first["data"]] == expected[:100]
+        assert [c["email"] for c in page(2)["data"]] == expected[100:200]
+        assert [c["email"] for c in third["data"]] == expected[200:]
+        assert (third["total"], third["from"], third["to"], third["next_page_url"]) == (250, 201, 250, None)
+        assert first["data"][0]["created_at"].endswith("Z")
+        assert page(4)["data"] == []
+
+        # Deleting a contact shifts every later page at once (the remembered page starts are dropped).
+        assert http.delete(f"/contacts/{first['data'][0]['id']}").status_code == 200
+        assert [c["email"] for c in page(2)["data"]] == expected[101:201]
+        assert [c["email"] for c in page(3)["data"]] == expected[201:]
+        assert page(3)["total"] == 249
+        # A filtered listing takes the other path and agrees.
+        filtered = http.get("/contacts", params={"page": 2, "unsubscribed": "false"}).json()
+        assert [c["email"] for c in filtered["data"]] == expected[101:201]
