@@ -133,15 +133,16 @@ async def get_session(request: Request) -> AsyncIterator[Session]:
     reading = request.method in ("GET", "HEAD", "OPTIONS")
     state = request.app.state
     factory: sessionmaker[Session] = state.read_session_factory if reading else state.write_session_factory
+    autocommit = reading and factory is not state.session_factory
     session = factory()
     try:
         yield session
     except BaseException:
         with CancelScope(shield=True):
-            await _finish(session, commit=False, autocommit=reading and factory is not state.session_factory)
+            await _finish(session, commit=False, autocommit=autocommit)
         raise
     with CancelScope(shield=True):
-        await _finish(session, commit=True, autocommit=reading and factory is not state.session_factory)
+        await _finish(session, commit=True, autocommit=autocommit)
 
 
 async def _finish(session: Session, *, commit: bool, autocommit: bool) -> None:

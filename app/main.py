@@ -103,11 +103,9 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if async_pool is not None:
             await async_pool.open()
-        await app.state.token_lookup.open()
         try:
             yield
         finally:
-            await app.state.token_lookup.close()
             if async_pool is not None:
                 await async_pool.close()
             if engine is not None:

@@ -50,7 +50,7 @@ async def current_mail_user(request: Request, response: Response) -> Principal:
     # Error responses are made by the exception handlers, which add these too.
     setattr(request.state, RATE_LIMIT_HEADERS_STATE, headers)
     if not decision.allowed:
-        raise DomainError(429, "Too Many Attempts.", code="rate_limited", headers=decision.headers())
+        raise DomainError(429, "Too Many Attempts.", code="rate_limited", headers=headers)
     return principal
 
 

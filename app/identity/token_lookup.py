@@ -1,5 +1,5 @@
 """Finding a bearer token's principal: on the event loop with psycopg's async pool on PostgreSQL, or
-through the request's session in a worker thread (SQLite, and tests that share one transaction).
+through a session of the app's factory in a worker thread (SQLite, and tests that share one transaction).
 
 Authentication runs on every request; doing it without a worker thread makes `GET /me` need none at all.
 """
@@ -37,10 +37,6 @@ def needs_touch(principal: Principal) -> bool:
 class TokenLookup(Protocol):
     async def find(self, token: str) -> Principal | None: ...
 
-    async def open(self) -> None: ...
-
-    async def close(self) -> None: ...
-
 
 def find_in_session(session: Session, token: str) -> Principal | None:
     if not token.startswith(TOKEN_PREFIX):
@@ -74,12 +70,6 @@ class SessionTokenLookup:
                 log.warning("could not record the use of token %s: %s", principal.token_id, exc)
         return principal
 
-    async def open(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
-
 
 class PostgresTokenLookup:
     """Through a small pool of autocommit connections of psycopg's own async driver."""
@@ -90,12 +80,6 @@ class PostgresTokenLookup:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         # The app opens and closes the pool; it is shared with other hot reads.
         self.pool = pool
-
-    async def open(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
     async def find(self, token: str) -> Principal | None:
         if not token.startswith(TOKEN_PREFIX):
@@ -127,12 +111,6 @@ class CachedTokenLookup:
         self.inner = inner
         self.ttl = ttl
         self.entries: dict[str, tuple[float, Principal]] = {}
-
-    async def open(self) -> None:
-        await self.inner.open()
-
-    async def close(self) -> None:
-        await self.inner.close()
 
     async def find(self, token: str, *, fresh: bool = False) -> Principal | None:
         now = time.monotonic()
