@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import hashlib
 import hmac
+import logging
+import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -100,7 +104,48 @@ def serve(
         typer.echo(f"Docs:         http://{host}:{port}/docs")
         outbox = settings.outbox_path.resolve()
         typer.echo(f"Outbox:       {outbox} (where email goes while TIDINGS_SMTP_URL is unset)")
+    if no_scheduler:
+        # uvicorn builds the app itself (possibly in several processes): the environment reaches them all.
+        os.environ["TIDINGS_SCHEDULER"] = "false"
     uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, log_level="info")
+
+
+@cli.command()
+def worker(
+    once: Annotated[
+        bool, typer.Option("--once", help="Send what is due now, then exit (instead of running on)")
+    ] = False,
+) -> None:
+    """Run the background jobs only, no HTTP: more sending (and later polling) beside the API."""
+    settings = Settings()
+    migrate(settings)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(_run_worker(settings, once=once))
+
+
+async def _run_worker(settings: Settings, *, once: bool) -> None:
+    from app.db import is_sqlite_url, make_write_session_factory
+    from app.scheduler import Scheduler
+
+    engine = create_db_engine(settings.database_url)
+    # On SQLite every job transaction is a writer's (BEGIN IMMEDIATE), as in the serving process.
+    sqlite = is_sqlite_url(settings.database_url)
+    factory = (make_write_session_factory if sqlite else make_session_factory)(engine)
+    scheduler = Scheduler(settings, factory)
+    try:
+        if once:
+            sent = await scheduler.drain()
+            typer.echo(f"sent {sent} emails")
+            return
+        await scheduler.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+    finally:
+        await scheduler.stop()
+        engine.dispose()
 
 
 def ensure_demo(session: Session, settings: Settings) -> str:

@@ -32,6 +32,20 @@ class Settings(BaseSettings):
     auth_signup_enabled: bool = False
     auth_username_change: Literal["never", "non_staff", "always"] = "never"
     var_dir: Path = Path("./var")
+    # Background jobs in the serving process (`tidings serve --no-scheduler` turns them off).
+    scheduler: bool = True
+    # Sending. A daily cap of 0 means none; an account's own `daily_send_limit` wins.
+    daily_send_limit: int = 0
+    # A running campaign stops by itself once this share of its sent emails bounced (after 50 sends).
+    bounce_stop_rate: float = 0.1
+    bounce_stop_min_sent: int = 50
+    # Shared secret of POST /webhooks/bounces (`Authorization: Bearer ...`); empty turns the route off.
+    bounce_webhook_secret: str = ""
+    send_batch_size: int = 200
+    # SMTP connections each worker keeps open and sends on at once.
+    send_concurrency: int = 8
+    # How long a worker's claim on `sending` rows lasts before another worker may take them back.
+    send_lease_seconds: int = 300
 
     @cached_property
     def resolved_secret_key(self) -> str:

@@ -30,6 +30,7 @@ from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.mail.router import mail_routers
 from app.openapi_docs import install_openapi_routes
+from app.scheduler import Scheduler
 
 log = logging.getLogger("tidings")
 
@@ -99,13 +100,22 @@ def create_app(
         async_pool = make_async_pool(settings.database_url)
         token_lookup = PostgresTokenLookup(async_pool)
 
+    # Only an app that owns its database runs background jobs; tests drive the workers themselves.
+    scheduler = (
+        Scheduler(settings, write_session_factory) if engine is not None and settings.scheduler else None
+    )
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         if async_pool is not None:
             await async_pool.open()
+        if scheduler is not None:
+            await scheduler.start()
         try:
             yield
         finally:
+            if scheduler is not None:
+                await scheduler.stop()
             if async_pool is not None:
                 await async_pool.close()
             if engine is not None:

@@ -20,6 +20,8 @@ class Automation(Timestamped, Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     title: Mapped[str] = mapped_column(String(191))
     active: Mapped[bool] = mapped_column(default=False)
+    # When it was last switched off: switching it on again moves its queued emails on by the pause.
+    paused_at: Mapped[datetime | None] = mapped_column(default=None)
     deleted_at: Mapped[datetime | None] = mapped_column(default=None)
 
 

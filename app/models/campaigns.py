@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, Timestamped
@@ -32,6 +32,9 @@ class Campaign(Timestamped, Base):
     scheduled_at: Mapped[datetime | None] = mapped_column(default=None, index=True)
     sent_at: Mapped[datetime | None] = mapped_column(default=None)
     deleted_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Set when sending stopped by itself (bounce rate); its queued emails are cancelled.
+    halted_at: Mapped[datetime | None] = mapped_column(default=None)
+    halt_reason: Mapped[str | None] = mapped_column(String(255), default=None)
 
 
 class CampaignList(Base):
@@ -47,8 +50,22 @@ class Deliverable(Timestamped, Base):
     __tablename__ = "deliverables"
     __table_args__ = (
         UniqueConstraint("campaign_id", "contact_id"),
-        Index("ix_deliverables_state_send_after", "state", "send_after"),
+        # The queue: workers take due `queued` rows oldest first.
+        Index(
+            "ix_deliverables_queued",
+            "send_after",
+            "id",
+            postgresql_where=text("state = 'queued'"),
+            sqlite_where=text("state = 'queued'"),
+        ),
         Index("ix_deliverables_contact_id", "contact_id"),
+        # Leases to take back: only `sending` rows, few at any time.
+        Index(
+            "ix_deliverables_sending_lease",
+            "lease_until",
+            postgresql_where=text("state = 'sending'"),
+            sqlite_where=text("state = 'sending'"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -56,7 +73,7 @@ class Deliverable(Timestamped, Base):
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
     contact_id: Mapped[int] = mapped_column(ForeignKey("contacts.id", ondelete="CASCADE"))
     state: Mapped[str] = mapped_column(String(16), default="queued")
-    # Not sent before this moment (automation delays); null means as soon as possible.
+    # Not sent before this moment (automation delays, retries, pacing). Always set: the queue's order.
     send_after: Mapped[datetime | None] = mapped_column(default=None)
     # A worker's claim on a `sending` row; past it the row goes back to the queue.
     lease_until: Mapped[datetime | None] = mapped_column(default=None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
@@ -26,6 +26,13 @@ class Account(Timestamped, Base):
     # Bumped whenever the set of live contacts changes (not when one is edited): remembered page
     # positions of the contact listing are good while it stays the same.
     contacts_version: Mapped[int] = mapped_column(default=0, server_default="0")
+    # At most this many emails a UTC day (null: the TIDINGS_DAILY_SEND_LIMIT default; 0: no cap).
+    daily_send_limit: Mapped[int | None] = mapped_column(default=None)
+    # The day `sent_today` counts, and how many emails were handed to workers that day.
+    sent_day: Mapped[date | None] = mapped_column(default=None)
+    sent_today: Mapped[int] = mapped_column(default=0, server_default="0")
+    # Pacing (TIDINGS_SEND_RATE): the next free sending slot, shared by every worker.
+    next_send_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class User(Timestamped, Base):

@@ -1,0 +1,440 @@
+"""The send queue: fan a due campaign out into deliverables, claim batches, record what happened.
+
+Every function here is one short transaction run by a worker (`db.transaction`); none does network I/O.
+The life of a deliverable: `queued` -> (claimed) `sending` with a lease -> `sent`, `failed` or `bounced`,
+or back to `queued` with a later `send_after` (an SMTP 4xx, pacing, the daily cap, an expired lease).
+`cancelled` is a queued row whose contact, automation or campaign went away.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Row, and_, case, exists, func, literal, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.db import skip_locked, upsert
+from app.models import (
+    Account,
+    Automation,
+    Campaign,
+    CampaignList,
+    Contact,
+    ContactField,
+    ContactFieldValue,
+    ContactList,
+    Deliverable,
+    ListMembership,
+)
+
+# Retries of an SMTP 4xx: 1, 2, 4 ... minutes, capped at an hour; given up after this many attempts.
+MAX_ATTEMPTS = 8
+RETRY_BASE = timedelta(minutes=1)
+RETRY_CAP = timedelta(hours=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    send_rate: float
+    daily_send_limit: int
+    lease: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    deliverable_id: int
+    account_id: int
+    campaign_id: int
+    contact_id: int
+    email: str
+    first_name: str | None
+    last_name: str | None
+    attempts: int
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    deliverable_id: int
+    campaign_id: int
+    contact_id: int
+    attempts: int
+    # "sent", "retry" (temporary failure), "failed", "bounced"
+    result: str
+    message_id: str | None = None
+    error: str | None = None
+
+
+def naive(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+# --- fan-out --------------------------------------------------------------------------------------
+
+
+def recipients_of(campaign_id: int, account_id: int) -> ColumnElement[bool]:
+    """Subscribed, live, never-bounced contacts in any live list of the campaign, each once."""
+    in_lists = (
+        select(ListMembership.contact_id)
+        .join(CampaignList, CampaignList.list_id == ListMembership.list_id)
+        .join(ContactList, ContactList.id == ListMembership.list_id)
+        .where(
+            CampaignList.campaign_id == campaign_id,
+            ContactList.deleted_at.is_(None),
+            ListMembership.contact_id == Contact.id,
+        )
+    )
+    return and_(
+        Contact.account_id == account_id,
+        Contact.deleted_at.is_(None),
+        Contact.unsubscribed_at.is_(None),
+        Contact.bounced_at.is_(None),
+        exists(in_lists),
+    )
+
+
+def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> list[int]:
+    """Turn campaigns whose scheduled_at has come into queued deliverables; returns their ids.
+
+    The campaign row is locked (skipped by other workers) and `sent_at` set in the same transaction as
+    the INSERT ... SELECT, so a campaign is fanned out exactly once even with several workers.
+    """
+    now = naive(now)
+    due = session.execute(
+        select(Campaign.id, Campaign.account_id)
+        .where(
+            Campaign.scheduled_at <= now,
+            Campaign.sent_at.is_(None),
+            Campaign.deleted_at.is_(None),
+            Campaign.automation_id.is_(None),
+        )
+        .order_by(Campaign.scheduled_at, Campaign.id)
+        .limit(limit)
+        .with_for_update(**skip_locked(session))
+    ).all()
+    for campaign_id, account_id in due:
+        rows = (
+            select(
+                literal(account_id),
+                literal(campaign_id),
+                Contact.id,
+                literal("queued"),
+                literal(now),
+                literal(0),
+                literal(now),
+                literal(now),
+            )
+            .where(recipients_of(campaign_id, account_id))
+            .order_by(Contact.id)
+        )
+        columns = [
+            "account_id",
+            "campaign_id",
+            "contact_id",
+            "state",
+            "send_after",
+            "attempts",
+            "created_at",
+            "updated_at",
+        ]
+        session.execute(
+            upsert(session, Deliverable)
+            .from_select(columns, rows)
+            .on_conflict_do_nothing(index_elements=["campaign_id", "contact_id"])
+        )
+        started = update(Campaign).where(Campaign.id == campaign_id).values(sent_at=now, updated_at=now)
+        session.execute(started)
+    return [campaign_id for campaign_id, _ in due]
+
+
+# --- claiming ------------------------------------------------------------------------------------
+
+
+def claim_batch(session: Session, now: datetime, size: int, limits: Limits) -> list[Claimed]:
+    """Take up to `size` due deliverables: mark them `sending` under a lease and return what to send.
+
+    Rows of a contact that can no longer receive (unsubscribed, bounced, deleted) are cancelled here;
+    rows of a paused automation stay queued. Pacing and the daily cap move rows they hold back to
+    a later `send_after` instead of leaving them to be claimed again at once.
+    """
+    now = naive(now)
+    sendable = and_(
+        Contact.deleted_at.is_(None), Contact.unsubscribed_at.is_(None), Contact.bounced_at.is_(None)
+    )
+    rows = session.execute(
+        select(
+            Deliverable.id,
+            Deliverable.account_id,
+            Deliverable.campaign_id,
+            Deliverable.contact_id,
+            Deliverable.attempts,
+            Contact.email,
+            Contact.first_name,
+            Contact.last_name,
+            sendable.label("sendable"),
+        )
+        .join(Contact, Contact.id == Deliverable.contact_id)
+        .join(Campaign, Campaign.id == Deliverable.campaign_id)
+        .outerjoin(Automation, Automation.id == Campaign.automation_id)
+        .where(
+            Deliverable.state == "queued",
+            Deliverable.send_after <= now,
+            or_(Campaign.automation_id.is_(None), Automation.active.is_(True)),
+        )
+        .order_by(Deliverable.send_after, Deliverable.id)
+        .limit(size)
+        .with_for_update(of=Deliverable, **skip_locked(session))
+    ).all()
+    if not rows:
+        return []
+    cancelled = [row.id for row in rows if not row.sendable]
+    if cancelled:
+        session.execute(
+            update(Deliverable)
+            .where(Deliverable.id.in_(cancelled))
+            .values(state="cancelled", error="contact can no longer receive email", updated_at=now)
+        )
+    candidates = [row for row in rows if row.sendable]
+    allowed, deferred = _apply_account_limits(session, candidates, now, limits)
+    if deferred:
+        session.execute(
+            update(Deliverable),
+            [{"id": row_id, "send_after": moment, "updated_at": now} for row_id, moment in deferred],
+        )
+    if not allowed:
+        return []
+    session.execute(
+        update(Deliverable)
+        .where(Deliverable.id.in_([row.id for row in allowed]))
+        .values(
+            state="sending",
+            lease_until=now + limits.lease,
+            attempts=Deliverable.attempts + 1,
+            updated_at=now,
+        )
+    )
+    fields = _custom_fields(session, [row.contact_id for row in allowed])
+    return [
+        Claimed(
+            deliverable_id=row.id,
+            account_id=row.account_id,
+            campaign_id=row.campaign_id,
+            contact_id=row.contact_id,
+            email=row.email,
+            first_name=row.first_name,
+            last_name=row.last_name,
+            attempts=row.attempts + 1,
+            fields=fields.get(row.contact_id, {}),
+        )
+        for row in allowed
+    ]
+
+
+def _apply_account_limits(
+    session: Session, rows: Sequence[Row[*tuple[Any, ...]]], now: datetime, limits: Limits
+) -> tuple[list[Row[*tuple[Any, ...]]], list[tuple[int, datetime]]]:
+    """Split claimed rows into those to send now and (id, send_after) of those to hold back.
+
+    Pacing is a shared virtual clock per account (`next_send_at`): each email takes the next slot,
+    1/rate seconds after the one before, and a row whose slot is more than a second away waits for it.
+    The daily cap counts emails handed to workers per UTC day (`sent_today`); over it, rows wait for
+    the next day. The account rows are locked only when one of the two applies.
+    """
+    account_ids = sorted({row.account_id for row in rows})
+    own_caps = select(Account.id, Account.daily_send_limit).where(Account.id.in_(account_ids))
+    caps: dict[int, int | None] = {account_id: cap for account_id, cap in session.execute(own_caps)}
+
+    def daily_cap(account_id: int) -> int:
+        own = caps.get(account_id)
+        return own if own is not None else limits.daily_send_limit
+
+    limited = [a for a in account_ids if limits.send_rate > 0 or daily_cap(a) > 0]
+    if not limited:
+        return list(rows), []
+    accounts = {
+        account.id: account
+        for account in session.scalars(
+            select(Account).where(Account.id.in_(limited)).order_by(Account.id).with_for_update()
+        )
+    }
+    today = now.date()
+    allowed: list[Row[*tuple[Any, ...]]] = []
+    deferred: list[tuple[int, datetime]] = []
+    held_back: dict[int, int] = defaultdict(int)
+    for row in rows:
+        account = accounts.get(row.account_id)
+        if account is None:
+            allowed.append(row)
+            continue
+        if account.sent_day != today:
+            account.sent_day, account.sent_today = today, 0
+        cap = daily_cap(account.id)
+        if cap > 0 and account.sent_today >= cap:
+            deferred.append((row.id, next_utc_midnight(today)))
+            continue
+        if limits.send_rate > 0:
+            interval = timedelta(seconds=1 / limits.send_rate)
+            slot = max(now, account.next_send_at or now)
+            if slot > now + timedelta(seconds=1):
+                held_back[account.id] += 1
+                deferred.append((row.id, slot + interval * (held_back[account.id] - 1)))
+                continue
+            account.next_send_at = slot + interval
+        account.sent_today += 1
+        allowed.append(row)
+    return allowed, deferred
+
+
+def _custom_fields(session: Session, contact_ids: Iterable[int]) -> dict[int, dict[str, str]]:
+    found: dict[int, dict[str, str]] = defaultdict(dict)
+    ids = list(contact_ids)
+    if not ids:
+        return found
+    for contact_id, name, value in session.execute(
+        select(ContactFieldValue.contact_id, ContactField.name, ContactFieldValue.value)
+        .join(ContactField, ContactField.id == ContactFieldValue.field_id)
+        .where(ContactFieldValue.contact_id.in_(ids))
+    ):
+        found[contact_id][name.lower()] = value
+    return found
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+def retry_delay(attempts: int) -> timedelta:
+    delay: timedelta = RETRY_BASE * (2 ** max(0, attempts - 1))
+    return min(RETRY_CAP, delay)
+
+
+def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime, rule: BounceRule) -> None:
+    """Write what the transport said. Only rows still `sending` change (a row taken back meanwhile,
+    after its lease ran out, belongs to whoever holds it now)."""
+    now = naive(now)
+    sent = [o for o in outcomes if o.result == "sent"]
+    _update_each(
+        session,
+        sent,
+        lambda o: {
+            "state": "sent",
+            "sent_at": now,
+            "lease_until": None,
+            "message_id": o.message_id,
+            "error": None,
+            "updated_at": now,
+        },
+    )
+    retries = [o for o in outcomes if o.result == "retry"]
+    _update_each(
+        session,
+        retries,
+        lambda o: (
+            {
+                "state": "queued",
+                "send_after": now + retry_delay(o.attempts),
+                "lease_until": None,
+                "error": o.error,
+                "updated_at": now,
+            }
+            if o.attempts < MAX_ATTEMPTS
+            else {"state": "failed", "lease_until": None, "error": f"gave up: {o.error}", "updated_at": now}
+        ),
+    )
+    failed = [o for o in outcomes if o.result in ("failed", "bounced")]
+    _update_each(
+        session,
+        failed,
+        lambda o: {
+            "state": o.result,
+            "lease_until": None,
+            "error": o.error,
+            "bounced_at": now if o.result == "bounced" else None,
+            "updated_at": now,
+        },
+    )
+    bounced_contacts = [o.contact_id for o in outcomes if o.result == "bounced"]
+    if bounced_contacts:
+        session.execute(
+            update(Contact)
+            .where(Contact.id.in_(bounced_contacts), Contact.bounced_at.is_(None))
+            .values(bounced_at=now, updated_at=now)
+        )
+        stop_bouncing_campaigns(
+            session, {o.campaign_id for o in outcomes if o.result == "bounced"}, now, rule
+        )
+
+
+def _update_each(
+    session: Session, outcomes: Sequence[Outcome], values: Callable[[Outcome], dict[str, Any]]
+) -> None:
+    """Update rows in as few statements as there are distinct value sets (one for a clean batch)."""
+    groups: dict[tuple[tuple[str, Any], ...], list[int]] = defaultdict(list)
+    for outcome in outcomes:
+        groups[tuple(sorted(values(outcome).items()))].append(outcome.deliverable_id)
+    for key, ids in groups.items():
+        still_mine = and_(Deliverable.id.in_(ids), Deliverable.state == "sending")
+        session.execute(update(Deliverable).where(still_mine).values(dict(key)))
+
+
+@dataclass(frozen=True, slots=True)
+class BounceRule:
+    """A running campaign stops once more than `rate` of at least `min_sent` attempted emails bounced."""
+
+    rate: float = 0.1
+    min_sent: int = 50
+
+
+def stop_bouncing_campaigns(
+    session: Session, campaign_ids: Iterable[int], now: datetime, rule: BounceRule
+) -> list[int]:
+    """Halt each running campaign whose bounce rate passed the threshold: cancel what is still queued."""
+    ids = sorted(set(campaign_ids))
+    if not ids:
+        return []
+    stopped: list[int] = []
+    bounced_unsent = and_(Deliverable.state == "bounced", Deliverable.sent_at.is_(None))
+    for campaign_id, sent, bounced in session.execute(
+        select(
+            Deliverable.campaign_id,
+            # Refused at the SMTP dialogue: bounced without ever being sent.
+            func.count(Deliverable.sent_at) + func.count(case((bounced_unsent, 1))),
+            func.count(Deliverable.bounced_at),
+        )
+        .where(Deliverable.campaign_id.in_(ids))
+        .group_by(Deliverable.campaign_id)
+    ):
+        attempted = int(sent)
+        if attempted >= rule.min_sent and bounced / attempted > rule.rate:
+            stopped.append(campaign_id)
+    if stopped:
+        reason = f"stopped: more than {rule.rate:.0%} of its emails bounced"
+        session.execute(
+            update(Campaign)
+            .where(Campaign.id.in_(stopped), Campaign.halted_at.is_(None))
+            .values(halted_at=now, halt_reason=reason, updated_at=now)
+        )
+        session.execute(
+            update(Deliverable)
+            .where(Deliverable.campaign_id.in_(stopped), Deliverable.state == "queued")
+            .values(state="cancelled", error=reason, updated_at=now)
+        )
+    return stopped
+
+
+def release_expired_leases(session: Session, now: datetime) -> int:
+    """A worker that died mid-batch left rows `sending`; past their lease they go back to the queue."""
+    now = naive(now)
+    result = session.execute(
+        update(Deliverable)
+        .where(Deliverable.state == "sending", Deliverable.lease_until < now)
+        .values(state="queued", lease_until=None, send_after=now, updated_at=now)
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def next_utc_midnight(moment: date) -> datetime:
+    return datetime.combine(moment + timedelta(days=1), time())

@@ -1,0 +1,156 @@
+"""A send worker: fan out due campaigns, claim a batch, render and send it outside any transaction,
+record the results. Several run at once (lanes in one process, and any number of `tidings worker`
+processes); the queue's row locks keep them from sending anything twice."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import transaction
+from app.kit.time import utcnow
+from app.mail.sending.queue import (
+    BounceRule,
+    Claimed,
+    Limits,
+    Outcome,
+    claim_batch,
+    fan_out_due_campaigns,
+    record_outcomes,
+    release_expired_leases,
+)
+from app.mail.sending.render import CompiledCampaign, Recipient, compile_campaign, render
+from app.mail.sending.tokens import MailTokens
+from app.mail.sending.transport import PermanentFailure, TemporaryFailure, Transport
+from app.models import Campaign
+
+log = logging.getLogger("tidings.sending")
+
+
+@dataclass(frozen=True, slots=True)
+class SendConfig:
+    base_url: str
+    batch_size: int
+    limits: Limits
+    bounce_rule: BounceRule
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SendConfig:
+        return cls(
+            base_url=settings.base_url.rstrip("/"),
+            batch_size=settings.send_batch_size,
+            limits=Limits(
+                send_rate=settings.send_rate,
+                daily_send_limit=settings.daily_send_limit,
+                lease=timedelta(seconds=settings.send_lease_seconds),
+            ),
+            bounce_rule=BounceRule(settings.bounce_stop_rate, settings.bounce_stop_min_sent),
+        )
+
+
+class SendWorker:
+    def __init__(
+        self,
+        config: SendConfig,
+        session_factory: sessionmaker[Session],
+        transport: Transport,
+        tokens: MailTokens,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.config = config
+        self.session_factory = session_factory
+        self.transport = transport
+        self.tokens = tokens
+        self.clock = clock
+        # Compiled campaigns by id, with the updated_at they were compiled from (automation emails
+        # can still be edited while they are being sent).
+        self._compiled: dict[int, tuple[datetime, CompiledCampaign]] = {}
+
+    # --- the steps, each one transaction ---
+
+    def fan_out(self) -> list[int]:
+        with transaction(self.session_factory) as session:
+            return fan_out_due_campaigns(session, self.clock())
+
+    def release_leases(self) -> int:
+        with transaction(self.session_factory) as session:
+            return release_expired_leases(session, self.clock())
+
+    def claim(self) -> list[Claimed]:
+        with transaction(self.session_factory) as session:
+            claimed = claim_batch(session, self.clock(), self.config.batch_size, self.config.limits)
+            if claimed:
+                self._load_campaigns(session, {c.campaign_id for c in claimed})
+            return claimed
+
+    def record(self, outcomes: Sequence[Outcome]) -> None:
+        with transaction(self.session_factory) as session:
+            record_outcomes(session, outcomes, self.clock(), self.config.bounce_rule)
+
+    def _load_campaigns(self, session: Session, campaign_ids: set[int]) -> None:
+        stamps = dict(
+            session.execute(
+                select(Campaign.id, Campaign.updated_at).where(Campaign.id.in_(campaign_ids))
+            ).all()
+        )
+        stale = [cid for cid, stamp in stamps.items() if self._compiled.get(cid, (None,))[0] != stamp]
+        for campaign in session.scalars(select(Campaign).where(Campaign.id.in_(stale))):
+            compiled = compile_campaign(
+                campaign.id, campaign.subject, campaign.html, campaign.from_name, campaign.from_email
+            )
+            self._compiled[campaign.id] = (campaign.updated_at, compiled)
+
+    # --- one round ---
+
+    async def run_once(self) -> int:
+        """Claim one batch, send it, record it; returns how many emails were attempted."""
+        claimed = await asyncio.to_thread(self.claim)
+        if not claimed:
+            return 0
+        outcomes = await asyncio.gather(*(self._send(item) for item in claimed))
+        await asyncio.to_thread(self.record, outcomes)
+        return len(claimed)
+
+    async def _send(self, item: Claimed) -> Outcome:
+        def outcome(result: str, *, message_id: str | None = None, error: str | None = None) -> Outcome:
+            return Outcome(
+                item.deliverable_id,
+                item.campaign_id,
+                item.contact_id,
+                item.attempts,
+                result,
+                message_id=message_id,
+                error=error,
+            )
+
+        try:
+            compiled = self._compiled[item.campaign_id][1]
+            recipient = Recipient(
+                item.deliverable_id, item.email, item.first_name, item.last_name, item.fields
+            )
+            rendered = render(compiled, recipient, self.tokens, self.config.base_url)
+        except Exception as exc:  # one broken email never stops the rest of the campaign
+            log.exception("could not render deliverable %s", item.deliverable_id)
+            return outcome("failed", error=f"render: {exc}"[:1000])
+        try:
+            await self.transport.send(rendered.envelope_from, rendered.envelope_to, rendered.message)
+        except TemporaryFailure as exc:
+            return outcome("retry", error=str(exc)[:1000])
+        except PermanentFailure as exc:
+            return outcome("bounced" if exc.bounce else "failed", error=str(exc)[:1000])
+        return outcome("sent", message_id=rendered.message_id)
+
+    async def drain(self) -> int:
+        """Fan out and send until nothing is due (tests, and `tidings worker --once`)."""
+        await asyncio.to_thread(self.fan_out)
+        total = 0
+        while sent := await self.run_once():
+            total += sent
+        return total

@@ -1,0 +1,98 @@
+"""Background work in the serving process or in `tidings worker`: each job is an asyncio task.
+
+Every domain's jobs register here. A job that did work runs again at once (draining a queue); one
+that found nothing sleeps for its interval. A job that raises is logged and retried after its
+interval: the loop never dies. (APScheduler, named in ARCHITECTURE.md, adds nothing to loops of this
+shape, so the house uses plain tasks; several processes share the queues through row locks.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.mail.sending.tokens import MailTokens
+from app.mail.sending.transport import Transport, make_transport
+from app.mail.sending.worker import SendConfig, SendWorker
+
+log = logging.getLogger("tidings.scheduler")
+
+# Send lanes per process: while one lane waits on SMTP, another claims or records its batch.
+SEND_LANES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    name: str
+    interval: float
+    # Returns how much it did; 0 means "nothing to do, sleep".
+    run: Callable[[], Awaitable[int]]
+
+
+class Scheduler:
+    def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
+        self.settings = settings
+        self.session_factory = session_factory
+        self.transport: Transport | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def send_worker(self) -> SendWorker:
+        settings = self.settings
+        if self.transport is None:
+            self.transport = make_transport(
+                settings.smtp_url, settings.outbox_path, settings.send_concurrency
+            )
+        return SendWorker(
+            SendConfig.from_settings(settings),
+            self.session_factory,
+            self.transport,
+            MailTokens(settings.resolved_secret_key),
+        )
+
+    async def drain(self) -> int:
+        """Send everything due now and return (`tidings worker --once`)."""
+        return await self.send_worker().drain()
+
+    def jobs(self) -> list[Job]:
+        worker = self.send_worker()
+
+        async def fan_out() -> int:
+            return len(await asyncio.to_thread(worker.fan_out))
+
+        async def release_leases() -> int:
+            await asyncio.to_thread(worker.release_leases)
+            return 0  # never a reason to run again at once
+
+        return [
+            Job("campaign fan-out", 1.0, fan_out),
+            Job("send lease sweep", 15.0, release_leases),
+            *[Job(f"send lane {n}", 0.5, worker.run_once) for n in range(SEND_LANES)],
+        ]
+
+    async def start(self) -> None:
+        for job in self.jobs():
+            self._tasks.append(asyncio.create_task(self._loop(job), name=job.name))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        if self.transport is not None:
+            await self.transport.close()
+
+    async def _loop(self, job: Job) -> None:
+        while True:
+            try:
+                did = await job.run()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("background job %r failed; retrying in %.1f s", job.name, job.interval)
+                did = 0
+            await asyncio.sleep(job.interval if not did else 0)

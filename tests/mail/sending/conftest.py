@@ -1,0 +1,154 @@
+"""Fixtures of the delivery tests: a real SMTP server on loopback (aiosmtpd) and a send worker over it."""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import email.policy
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from typing import Any
+
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP as SMTPProtocol
+from aiosmtpd.smtp import Envelope, Session
+from sqlalchemy.orm import Session as DbSession
+from sqlalchemy.orm import sessionmaker
+
+from app.config import Settings
+from app.mail.sending.tokens import MailTokens
+from app.mail.sending.transport import SmtpTransport
+from app.mail.sending.worker import SendConfig, SendWorker
+
+
+@dataclass
+class Received:
+    sender: str
+    recipients: list[str]
+    data: bytes
+
+    @property
+    def message(self) -> EmailMessage:
+        parsed = email.message_from_bytes(self.data, policy=email.policy.default)
+        assert isinstance(parsed, EmailMessage)
+        return parsed
+
+    def part(self, subtype: str) -> str:
+        body = self.message.get_body(preferencelist=(subtype,))
+        assert body is not None, f"no text/{subtype} part"
+        content = body.get_content()
+        assert isinstance(content, str)
+        return content
+
+
+@dataclass
+class SmtpSink:
+    """What the loopback SMTP server received, and how it should answer given recipients."""
+
+    host: str
+    port: int
+    received: list[Received] = field(default_factory=list)
+    # recipient address -> "451 ..." or "550 ..." to answer at RCPT TO (temporary or permanent).
+    refuse: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        return f"smtp://{self.host}:{self.port}"
+
+    def to(self, address: str) -> list[Received]:
+        with self.lock:
+            return [r for r in self.received if address in r.recipients]
+
+    async def handle_RCPT(  # noqa: N802 (aiosmtpd's hook name)
+        self, server: SMTPProtocol, session: Session, envelope: Envelope, address: str, options: list[str]
+    ) -> str:
+        answer = self.refuse.get(address)
+        if answer:
+            return answer
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(  # noqa: N802
+        self, server: SMTPProtocol, session: Session, envelope: Envelope
+    ) -> str:
+        content = envelope.original_content or b""
+        with self.lock:
+            self.received.append(Received(str(envelope.mail_from), list(envelope.rcpt_tos), content))
+        return "250 Message accepted"
+
+
+@pytest.fixture
+def smtp_sink() -> Iterator[SmtpSink]:
+    with socket.socket() as probe:  # aiosmtpd's readiness check cannot work with port 0
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sink = SmtpSink("127.0.0.1", port)
+    controller = Controller(sink, hostname="127.0.0.1", port=port, enable_SMTPUTF8=True)
+    controller.start()
+    try:
+        yield sink
+    finally:
+        controller.stop()
+
+
+@dataclass
+class Sender:
+    """Drives a real send worker over the test database and the loopback SMTP server."""
+
+    worker: SendWorker
+    transport: SmtpTransport
+    tokens: MailTokens
+
+    def drain(self) -> int:
+        async def run() -> int:
+            try:
+                return await self.worker.drain()
+            finally:
+                await self.transport.close()
+
+        return asyncio.run(run())
+
+    def step(self) -> int:
+        """One claim, send and record round (no fan-out)."""
+
+        async def run() -> int:
+            try:
+                return await self.worker.run_once()
+            finally:
+                await self.transport.close()
+
+        return asyncio.run(run())
+
+
+@pytest.fixture
+def sender(settings: Settings, session_factory: sessionmaker[DbSession], smtp_sink: SmtpSink) -> Sender:
+    transport = SmtpTransport(smtp_sink.url, size=4)
+    tokens = MailTokens(settings.resolved_secret_key)
+    worker = SendWorker(SendConfig.from_settings(settings), session_factory, transport, tokens)
+    return Sender(worker, transport, tokens)
+
+
+def campaign_with_list(client: Any, headers: dict[str, str], emails: list[str], **campaign: Any) -> int:
+    """A list holding `emails` and a draft campaign to it; returns the campaign id."""
+    list_id = client.post("/lists", json={"name": "Readers"}, headers=headers).json()["id"]
+    for address in emails:
+        response = client.post("/contacts", json={"email": address, "lists": [list_id]}, headers=headers)
+        assert response.status_code in (200, 201), response.text
+    body = {
+        "title": "Hello",
+        "subject": "Hello {{ first_name | \"friend\" }}",
+        "html": '<html><body><p>Hi {{ first_name | "there" }}</p>'
+        '<a href="https://example.com/a?x=1&amp;y=2">Read</a></body></html>',
+        "from_name": "Tidings",
+        "from_email": "news@example.com",
+        "lists": [list_id],
+        **campaign,
+    }
+    response = client.post("/campaigns", json=body, headers=headers)
+    assert response.status_code in (200, 201), response.text
+    return int(response.json()["id"])
