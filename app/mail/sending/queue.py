@@ -18,7 +18,6 @@ from sqlalchemy import ColumnElement, Row, and_, case, exists, func, literal, or
 from sqlalchemy.orm import Session
 
 from app.db import skip_locked, upsert
-from app.models.base import UTCDateTime
 from app.models import (
     Account,
     Automation,
@@ -31,6 +30,7 @@ from app.models import (
     Deliverable,
     ListMembership,
 )
+from app.models.base import UTCDateTime
 
 # Retries of an SMTP 4xx: 1, 2, 4 ... minutes, capped at an hour; given up after this many attempts.
 MAX_ATTEMPTS = 8
@@ -125,10 +125,10 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
                 literal(campaign_id),
                 Contact.id,
                 literal("queued"),
-                literal(now),
+                literal(now, UTCDateTime()),
                 literal(0),
-                literal(now),
-                literal(now),
+                literal(now, UTCDateTime()),
+                literal(now, UTCDateTime()),
             )
             .where(recipients_of(campaign_id, account_id))
             .order_by(Contact.id)

@@ -4,6 +4,7 @@ bounce-rate stop, and rows whose contact went away."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,7 +35,11 @@ def worker_at(sender: Sender, moment: datetime, **config: Any) -> SendWorker:
     """The same worker, seeing the clock at `moment` and with some settings changed."""
     worker = sender.worker
     return SendWorker(
-        replace(worker.config, **config), worker.session_factory, worker.transport, worker.tokens, lambda: moment
+        replace(worker.config, **config),
+        worker.session_factory,
+        worker.transport,
+        worker.tokens,
+        lambda: moment,
     )
 
 
@@ -158,7 +163,7 @@ def test_pacing_spreads_sends_over_time(
     state = rows(db, campaign_id)
     waiting = sorted(r.send_after for r in state.values() if r.state == "queued" and r.send_after)
     assert len(waiting) == 5
-    gaps = {round((b - a).total_seconds(), 3) for a, b in zip(waiting, waiting[1:], strict=False)}
+    gaps = {round((b - a).total_seconds(), 3) for a, b in itertools.pairwise(waiting)}
     assert gaps == {0.5}
     assert len(smtp_sink.received) == 3
     # However long the wait, at most a second's worth (plus one) goes out at once.
