@@ -254,3 +254,27 @@ def test_scheduled_campaign_waits_for_its_time(client: Any, api_user: Any, sende
     campaign_id = campaign_with_list(client, api_user.headers, ["w@example.com"], scheduled_at=later)
     assert sender.worker.fan_out() == []
     assert worker_at(sender, utcnow() + timedelta(hours=3)).fan_out() == [campaign_id]
+
+
+def test_stats_are_right_while_a_campaign_is_still_sending(
+    client: Any, api_user: Any, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    emails = [f"s{n}@example.com" for n in range(5)]
+    campaign_id = campaign_with_list(client, api_user.headers, emails)
+    send_now(client, api_user.headers, campaign_id)
+    smtp_sink.refuse["s4@example.com"] = "550 5.1.1 No such user"
+    worker = worker_at(sender, utcnow(), batch_size=2)
+    worker.fan_out()
+
+    async def one_batch() -> int:
+        try:
+            return await worker.run_once()
+        finally:
+            await worker.transport.close()
+
+    assert asyncio.run(one_batch()) == 2
+    stats = client.get(f"/campaigns/{campaign_id}/stats", headers=api_user.headers).json()
+    assert (stats["sent_count"], stats["bounce_count"], stats["open_rate"]) == (2, 0, 0.0)
+    run(worker)
+    stats = client.get(f"/campaigns/{campaign_id}/stats", headers=api_user.headers).json()
+    assert (stats["sent_count"], stats["bounce_count"]) == (4, 1)
