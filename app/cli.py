@@ -7,6 +7,7 @@ import csv
 import hashlib
 import hmac
 import logging
+import logging.config
 import os
 import signal
 import sys
@@ -26,6 +27,7 @@ from app.identity.accounts import create_user, find_user_by_email
 from app.identity.principal import principal_of
 from app.identity.tokens import TOKEN_PREFIX, create_personal_token, hash_token
 from app.kit.errors import DomainError
+from app.logs import logging_config
 from app.models import Account, PersonalToken, User
 
 cli = typer.Typer(
@@ -107,7 +109,15 @@ def serve(
     if no_scheduler:
         # uvicorn builds the app itself (possibly in several processes): the environment reaches them all.
         os.environ["TIDINGS_SCHEDULER"] = "false"
-    uvicorn.run("app.main:create_app", factory=True, host=host, port=port, workers=workers, log_level="info")
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        log_config=logging_config(settings.log_format),
+    )
 
 
 @cli.command()
@@ -115,11 +125,19 @@ def worker(
     once: Annotated[
         bool, typer.Option("--once", help="Send what is due now, then exit (instead of running on)")
     ] = False,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve this process's Prometheus metrics on this port")
+    ] = None,
+    metrics_host: Annotated[str, typer.Option(help="Address of the metrics port")] = "127.0.0.1",
 ) -> None:
     """Run the background jobs only, no HTTP: more sending (and later polling) beside the API."""
     settings = Settings()
     migrate(settings)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port, addr=metrics_host)
+    logging.config.dictConfig(logging_config(settings.log_format))
     asyncio.run(_run_worker(settings, once=once))
 
 

@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     auth_signup_enabled: bool = False
     auth_username_change: Literal["never", "non_staff", "always"] = "never"
     var_dir: Path = Path("./var")
+    # Bearer token GET /metrics requires; empty leaves it open.
+    metrics_token: str = ""
+    # `json`: one JSON object a log line, with the request id; anything else: plain text.
+    log_format: str = "text"
     # Background jobs in the serving process (`tidings serve --no-scheduler` turns them off).
     scheduler: bool = True
     # Sending. A daily cap of 0 means none; an account's own `daily_send_limit` wins.

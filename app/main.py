@@ -28,7 +28,9 @@ from app.identity.token_lookup import CachedTokenLookup, PostgresTokenLookup, Se
 from app.kit.errors import DomainError
 from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
+from app.logs import RequestIds
 from app.mail.router import mail_routers
+from app.metrics import RequestMetrics, metrics_router
 from app.openapi_docs import install_openapi_routes
 from app.scheduler import Scheduler
 
@@ -137,6 +139,9 @@ def create_app(
     app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
     install_error_handlers(app)
     app.include_router(health_router)
+    app.include_router(metrics_router)
+    app.add_middleware(RequestMetrics)
+    app.add_middleware(RequestIds)
     # Each feature's routes go straight into the app: a router of routers costs a match per level.
     for router in mail_routers:
         app.include_router(router)

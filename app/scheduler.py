@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.mail.sending.tokens import MailTokens
-from app.mail.sending.transport import Transport, make_transport
+from app.mail.sending.transport import Transport, describe_transport, make_transport
 from app.mail.sending.worker import SendConfig, SendWorker
 
 log = logging.getLogger("tidings.scheduler")
@@ -47,6 +47,7 @@ class Scheduler:
             self.transport = make_transport(
                 settings.smtp_url, settings.outbox_path, settings.send_concurrency
             )
+            log.info("email goes to %s", describe_transport(self.transport))
         return SendWorker(
             SendConfig.from_settings(settings),
             self.session_factory,

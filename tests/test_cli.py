@@ -5,6 +5,7 @@ Exit status 0 on success; 1 on a user error, with one line on stderr and never a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -366,3 +367,13 @@ def test_users_create_sets_a_daily_send_limit(place: Place) -> None:
 def test_worker_once_sends_what_is_due_and_exits(place: Place) -> None:
     out = ok(place.run("worker", "--once"))
     assert re.fullmatch(r"sent \d+ emails\n", out), out
+
+
+def test_worker_logs_json_lines_when_asked(place: Place) -> None:
+    result = place.run("worker", "--once", TIDINGS_LOG_FORMAT="json")
+    ok(result)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines, "the worker logged nothing"
+    for line in lines:
+        entry = json.loads(line)
+        assert {"time", "level", "logger", "message"} <= set(entry)

@@ -170,3 +170,15 @@ def make_transport(smtp_url: str, outbox: Path, size: int) -> Transport:
     if smtp_url:
         return SmtpTransport(smtp_url, size)
     return MaildirTransport(outbox)
+
+
+def describe_transport(transport: Transport) -> str:
+    """Where mail goes, for the log (never the relay's credentials)."""
+    if isinstance(transport, SmtpTransport):
+        security = (
+            "implicit TLS" if transport.implicit_tls else "STARTTLS" if transport.starttls else "no TLS"
+        )
+        return f"the SMTP relay {transport.hostname}:{transport.port} ({security})"
+    if isinstance(transport, MaildirTransport):
+        return f"the Maildir {transport.path.resolve()} (TIDINGS_SMTP_URL is not set)"
+    return type(transport).__name__

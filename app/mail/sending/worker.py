@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from prometheus_client import Counter
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -32,6 +33,9 @@ from app.mail.sending.transport import PermanentFailure, TemporaryFailure, Trans
 from app.models import Campaign
 
 log = logging.getLogger("tidings.sending")
+EMAILS = Counter(
+    "tidings_emails_total", "Emails this process's send workers attempted, by result", ["result"]
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +120,8 @@ class SendWorker:
             return 0
         outcomes = await asyncio.gather(*(self._send(item) for item in claimed))
         await asyncio.to_thread(self.record, outcomes)
+        for outcome in outcomes:
+            EMAILS.labels(outcome.result).inc()
         troubled = [o for o in outcomes if o.result != "sent"]
         if troubled:
             # One line a batch, not one an email: a relay that is down would flood the log.
