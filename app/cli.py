@@ -69,8 +69,12 @@ def with_session(settings: Settings, work: Callable[[Session], T]) -> T:
 
 
 def migrate(settings: Settings) -> None:
+    """Refuse an unsafe production configuration, then bring the database to the newest revision."""
     from app.migrate import upgrade_to_head
 
+    problems = settings.production_problems()
+    if problems:
+        raise fail("; ".join(problems))
     try:
         upgrade_to_head(settings.database_url)
     except SQLAlchemyError as exc:

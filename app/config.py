@@ -72,6 +72,20 @@ class Settings(BaseSettings):
         path.chmod(0o600)
         return key
 
+    def production_problems(self) -> list[str]:
+        """Why this configuration must not serve with TIDINGS_ENV=production (empty when it may)."""
+        if self.env != "production":
+            return []
+        problems = []
+        try:
+            _ = self.resolved_secret_key
+        except ValueError as exc:
+            problems.append(str(exc))
+        if not self.base_url.startswith("https://"):
+            # Tracking and unsubscribe links, and the Secure flag of session cookies, follow it.
+            problems.append("TIDINGS_BASE_URL must be an https:// address when TIDINGS_ENV=production")
+        return problems
+
     @property
     def outbox_path(self) -> Path:
         return self.var_dir / "outbox"

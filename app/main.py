@@ -87,6 +87,9 @@ def create_app(
 ) -> FastAPI:
     """The whole service. Tests pass their own session factory (bound to a rolled-back transaction)."""
     settings = settings or Settings()
+    problems = settings.production_problems()
+    if problems:
+        raise RuntimeError("; ".join(problems))
     engine = None
     if session_factory is None:
         engine = create_db_engine(settings.database_url)

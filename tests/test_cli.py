@@ -377,3 +377,19 @@ def test_worker_logs_json_lines_when_asked(place: Place) -> None:
     for line in lines:
         entry = json.loads(line)
         assert {"time", "level", "logger", "message"} <= set(entry)
+
+
+def test_production_refuses_a_weak_key_and_an_http_base_url(tmp_path: Path) -> None:
+    where = Place(tmp_path)
+    line = user_error(where.run("serve", TIDINGS_ENV="production", TIDINGS_SECRET_KEY="short"))
+    assert "too weak" in line and "https://" in line
+    line = user_error(where.run("worker", "--once", TIDINGS_ENV="production", TIDINGS_SECRET_KEY="k" * 48))
+    assert "TIDINGS_BASE_URL" in line and "weak" not in line
+    fine = where.run(
+        "worker",
+        "--once",
+        TIDINGS_ENV="production",
+        TIDINGS_SECRET_KEY="k" * 48,
+        TIDINGS_BASE_URL="https://mail.example.com",
+    )
+    assert "sent 0 emails" in ok(fine)
