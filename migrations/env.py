@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 
 from app.config import Settings
 from app.db import create_db_engine
 from app.models import Base
+
+# Any constant shared by every Tidings process; it only has to differ from other advisory locks' keys.
+MIGRATION_LOCK_KEY = 0x7469_6469
 
 config = context.config
 target_metadata = Base.metadata
@@ -22,6 +25,10 @@ def _run(connection: Connection) -> None:
         compare_type=True,
     )
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Several processes start at once (API replicas, workers) and each migrates to head: the
+            # first takes this lock and migrates; the others wait, then find nothing left to do.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
         context.run_migrations()
 
 
