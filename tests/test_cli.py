@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from sqlalchemy import create_engine, text
 from app.config import Settings
 from app.main import create_app
 from app.migrate import alembic_config
+from tests.processes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 OWNER = "owner@example.com"
@@ -280,12 +280,6 @@ def test_forms_create_prints_the_id_and_public_url(place: Place, token: str) -> 
         form = client.get(f"/forms/{form_id}", headers=headers(token))
         assert form.status_code == 200, form.text
         assert form.json()["title"] == "Join us"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

@@ -4,11 +4,6 @@ account's contact counter agrees with the rows; deep contact pages stay right as
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,56 +17,13 @@ from sqlalchemy.orm import Session
 from app.identity.accounts import create_user
 from app.identity.tokens import create_personal_token
 from app.models import Account, Contact
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.processes import served_app
 
 
 @pytest.fixture
 def server(database_url: str, tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "TIDINGS_DATABASE_URL": database_url,
-        "TIDINGS_VAR_DIR": str(tmp_path / "var"),
-        "TIDINGS_SECRET_KEY": "concurrency-test-secret-key-long-enough",
-        "TIDINGS_MAIL_RATE_LIMIT": "100000/minute",
-    }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "app.main:create_app",
-            "--factory",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail("the server did not start")
-            time.sleep(0.1)
+    with served_app(database_url, tmp_path / "var") as base:
         yield base
-    finally:
-        process.terminate()
-        _, stderr = process.communicate(timeout=10)
-        assert b"Traceback" not in stderr, stderr.decode()[-3000:]
 
 
 @pytest.fixture

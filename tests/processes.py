@@ -1,0 +1,54 @@
+"""Real server processes for tests: uvicorn serving the app on a free port of loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def served_app(database_url: str, var_dir: Path, **env: str) -> Iterator[str]:
+    """The app as `uvicorn --factory` serves it; yields its base URL. Fails the test on a traceback."""
+    port = free_port()
+    environment = {
+        **os.environ,
+        "TIDINGS_DATABASE_URL": database_url,
+        "TIDINGS_VAR_DIR": str(var_dir),
+        "TIDINGS_SECRET_KEY": "server-test-secret-key-long-enough-to-sign",
+        "TIDINGS_MAIL_RATE_LIMIT": "100000/minute",
+        **env,
+    }
+    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port)]
+    process = subprocess.Popen([*command, "--log-level", "warning"], env=environment, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                pytest.fail("the server did not start")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=10)
+        assert b"Traceback" not in stderr, stderr.decode()[-3000:]
