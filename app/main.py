@@ -28,6 +28,7 @@ from app.identity.token_lookup import CachedTokenLookup, PostgresTokenLookup, Se
 from app.kit.errors import DomainError
 from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
+from app.mail.hosted_forms import FormLimits
 from app.mail.router import mail_routers
 from app.openapi_docs import install_openapi_routes
 from app.scheduler import Scheduler
@@ -135,6 +136,7 @@ def create_app(
     app.state.page_anchors = PageAnchors()
     app.state.async_pool = async_pool
     app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
+    app.state.form_limits = FormLimits.from_settings(settings)
     install_error_handlers(app)
     app.include_router(health_router)
     # Each feature's routes go straight into the app: a router of routers costs a match per level.
