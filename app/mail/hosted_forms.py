@@ -326,8 +326,8 @@ class Confirmation:
 
 
 def _later(moment: datetime | None, issued_at: datetime) -> bool:
-    # The token's time has whole seconds: only a later second is surely later (an unsubscribe in the
-    # same second as the sign-up came before it, in every real case: it was a person's earlier click).
+    # The token's time is in whole seconds, so within one second the order is unknown; it is taken as
+    # "before", which keeps a sign-up made right after an unsubscribe working.
     return moment is not None and int(moment.timestamp()) > int(issued_at.timestamp())
 
 
