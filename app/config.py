@@ -22,6 +22,10 @@ class Settings(BaseSettings):
     smtp_url: str = ""
     send_rate: float = 0
     mail_rate_limit: str = "60/minute"
+    # Hosted sign-up forms (POST /f/{id}): submissions per client address, and confirmation emails per
+    # recipient address, so a form cannot be used to flood someone's inbox.
+    form_rate_limit: str = "10/minute"
+    form_email_rate_limit: str = "5/hour"
     redis_url: str = ""
     outbound_allow_private: bool = False
     hn_api_url: str = "https://hn.algolia.com/api/v1"

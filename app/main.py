@@ -29,6 +29,7 @@ from app.kit.errors import DomainError
 from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.logs import RequestIds
+from app.mail.hosted_forms import FormLimits
 from app.mail.router import mail_routers
 from app.metrics import RequestMetrics, metrics_router
 from app.openapi_docs import install_openapi_routes
@@ -140,6 +141,7 @@ def create_app(
     app.state.page_anchors = PageAnchors()
     app.state.async_pool = async_pool
     app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
+    app.state.form_limits = FormLimits.from_settings(settings)
     install_error_handlers(app)
     app.include_router(health_router)
     app.include_router(metrics_router)

@@ -7,6 +7,7 @@ the exact URL it redirects to: the redirect goes nowhere that was not signed (no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from itsdangerous import BadData, URLSafeSerializer, URLSafeTimedSerializer
 
@@ -59,8 +60,16 @@ class MailTokens:
         return self._confirm.dumps([signup.form_id, signup.email, signup.first_name, signup.last_name])
 
     def read_confirm(self, token: str) -> Signup | None:
+        found = self.read_confirm_issued(token)
+        return found[0] if found is not None else None
+
+    def read_confirm_issued(self, token: str) -> tuple[Signup, datetime] | None:
+        """The sign-up and when its token was made (whole seconds, UTC): a confirmation must not undo
+        an unsubscribe that came after the link was sent."""
         try:
-            value = self._confirm.loads(token, max_age=CONFIRM_MAX_AGE_SECONDS)
+            value, issued_at = self._confirm.loads(
+                token, max_age=CONFIRM_MAX_AGE_SECONDS, return_timestamp=True
+            )
         except BadData:
             return None
         if not (isinstance(value, list) and len(value) == 4 and _int_or_none(value[0]) is not None):
@@ -69,7 +78,7 @@ class MailTokens:
         names_ok = all(name is None or isinstance(name, str) for name in (first_name, last_name))
         if not isinstance(email, str) or not names_ok:
             return None
-        return Signup(form_id, email, first_name, last_name)
+        return Signup(form_id, email, first_name, last_name), issued_at
 
 
 def _loads(serializer: URLSafeSerializer, token: str) -> object:

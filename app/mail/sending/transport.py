@@ -49,7 +49,9 @@ class MaildirTransport:
 
     def _write(self, message: bytes) -> None:
         if self._box is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)  # Maildir makes only its own folder
+            # Maildir makes only its own directory; the var directory may not exist yet (PostgreSQL and
+            # a configured secret key leave nothing else to create it).
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._box = mailbox.Maildir(self.path, create=True)
         # Maildir files use the local line ending; the message is built with CRLF for SMTP.
         self._box.add(message.replace(b"\r\n", b"\n"))

@@ -1,0 +1,599 @@
+"""Hosted sign-up forms: the public pages `GET|POST /f/{id}` and the double opt-in `GET /f/confirm/{token}`.
+
+These are pages for people, not part of the email API: no credentials, HTML answers, and they are left
+out of the API's OpenAPI document. Where CONTRACT.md is silent, this module decides:
+
+- `GET /f/{id}` shows the form: email (required), first and last name (optional). An id that is not an
+  integer, an unknown or deleted form, or a form none of whose lists is live any more is a 404 page.
+- `POST /f/{id}` takes a form body (`application/x-www-form-urlencoded`) or a JSON object, at most
+  32 KiB, with `email`, `first_name` and `last_name` (each at most 191 characters). The answer is an
+  HTML page whatever the body's type; its status tells the outcome: 200 "check your inbox"; 422 the
+  form again with the messages (as 413 for a body too large, 415 for another content type); 429 with
+  `Retry-After` past `TIDINGS_FORM_RATE_LIMIT` submissions from one client address (10 a minute) or past
+  `TIDINGS_FORM_EMAIL_RATE_LIMIT` confirmation emails to one address (5 an hour), so the form cannot be
+  used to flood anybody's inbox; 503 with `Retry-After` when the email could not be sent.
+- A submission that fills the hidden honeypot field `website` gets the 200 page and no email.
+- The confirmation email is sent inline, before the answer, within 10 seconds, not after it as a
+  background task: nothing is stored before the confirmation, so an email lost after a 200 would be a
+  request lost without a trace. Inline, the visitor sees the failure (503, the form filled in again)
+  and can resubmit, and a slow relay slows only the visitor who caused the send, already rate limited.
+  Failures are logged. The email's From is `noreply@` the base URL's host; see sending/confirmation.py.
+- `GET /f/confirm/{token}` takes the signed token from the email (form, email, names; good for 7 days).
+  Forged, garbled or expired: 404 page. The form deleted since: 404 page. Otherwise the contact is
+  created or updated by the same upsert as `POST /contacts` (given names replace stored ones, a
+  soft-deleted contact comes back without its old lists, the account's contact limit holds: a 402 page
+  saying the list takes no new subscribers) and added to the form's live lists; its `ip_address` is
+  the confirming client's. The answer is a 200 "you are subscribed" page.
+- An unsubscribed contact that confirms is subscribed again (`unsubscribed_at` is cleared), which the
+  upsert never does by itself: confirming a sign-up is an explicit request to receive the emails.
+  Except when the unsubscribe, or the deletion of the contact, came after the link was sent: an old
+  link still in an inbox must not undo a later unsubscribe, so it changes nothing and answers a 410
+  page pointing to the form.
+- Confirming is idempotent: when the contact is already live, subscribed, in every live list of the
+  form and holds the given names, nothing is written, and the same 200 page answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import html
+import ipaddress
+import json
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import SessionDep, transaction
+from app.identity.principal import principal_of
+from app.kit.errors import DomainError, ValidationFailed
+from app.kit.ratelimit import RateDecision, RateLimiter
+from app.kit.time import utcnow
+from app.mail.common import valid_id
+from app.mail.contacts import ContactEmail, ContactLimitExceeded, ContactWrite, Name, upsert_contacts
+from app.mail.input import RawInput, TooDeep, normalize, validate
+from app.mail.sending.confirmation import confirmation_email
+from app.mail.sending.tokens import CONFIRM_MAX_AGE_SECONDS, MailTokens, Signup
+from app.mail.sending.transport import PermanentFailure, TemporaryFailure, make_transport
+from app.models import Account, Contact, ContactList, Form, FormList, ListMembership, User
+
+log = logging.getLogger("tidings.forms")
+
+MAX_BODY_BYTES = 32 * 1024
+MAX_FIELDS = 50
+SEND_TIMEOUT_SECONDS = 10
+HONEYPOT = "website"
+FIELDS = ("email", "first_name", "last_name")
+FORM_ID = re.compile(r"[0-9]{1,10}")
+# itsdangerous writes URL-safe base64 and dots; anything else (or anything longer) was never ours.
+TOKEN = re.compile(r"[A-Za-z0-9_.\-]{1,2048}")
+
+# Pages for people, not API operations: kept out of the email API's OpenAPI document.
+router = APIRouter(include_in_schema=False)
+
+
+@dataclass(frozen=True)
+class FormLimits:
+    """Rate limits of POST /f/{id}: per client address, and confirmation emails per recipient."""
+
+    per_client: RateLimiter
+    per_email: RateLimiter
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> FormLimits:
+        return cls(
+            RateLimiter(settings.form_rate_limit, settings.redis_url),
+            RateLimiter(settings.form_email_rate_limit, settings.redis_url),
+        )
+
+
+# ---------------------------------------------------------------------------------------------- service
+
+
+@dataclass(frozen=True)
+class PublicForm:
+    id: int
+    account_id: int
+    title: str
+    list_ids: list[int]
+    owner_email: str | None
+    owner_name: str | None
+
+
+class SignupIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    email: ContactEmail
+    first_name: Name = None
+    last_name: Name = None
+
+
+def parse_form_id(raw: str) -> int | None:
+    if not FORM_ID.fullmatch(raw):
+        return None
+    form_id = int(raw)
+    return form_id if valid_id(form_id) else None
+
+
+def open_form(session: Session, form_id: int) -> PublicForm | None:
+    """A live form that still subscribes to at least one live list, with its owner for Reply-To."""
+    form = session.get(Form, form_id)
+    if form is None or form.deleted_at is not None:
+        return None
+    list_ids = list(
+        session.scalars(
+            select(FormList.list_id)
+            .join(ContactList, ContactList.id == FormList.list_id)
+            .where(
+                FormList.form_id == form.id,
+                ContactList.account_id == form.account_id,
+                ContactList.deleted_at.is_(None),
+            )
+            .order_by(FormList.list_id)
+        )
+    )
+    if not list_ids:
+        return None
+    owner = session.execute(
+        select(User.email, User.name).where(User.account_id == form.account_id).order_by(User.id).limit(1)
+    ).first()
+    return PublicForm(
+        id=form.id,
+        account_id=form.account_id,
+        title=form.title,
+        list_ids=list_ids,
+        owner_email=owner.email if owner else None,
+        owner_name=owner.name if owner else None,
+    )
+
+
+def read_open_form(factory: sessionmaker[Session], form_id: int) -> PublicForm | None:
+    with factory() as session:
+        return open_form(session, form_id)
+
+
+class BodyProblem(DomainError):
+    pass
+
+
+async def read_submission(request: Request) -> dict[str, Any]:
+    """The submitted fields (as sent: strings, or any JSON value), or BodyProblem (413, 415, 422)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise BodyProblem(413, "The submitted form is too large.")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise BodyProblem(413, "The submitted form is too large.")
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    if not body.strip():
+        return {}  # nothing sent: the email field is required (422), whatever the content type
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    unreadable = BodyProblem(422, "The submitted form could not be read.")
+    if content_type == "application/x-www-form-urlencoded":
+        try:
+            pairs = parse_qsl(
+                body.decode("utf-8"),
+                keep_blank_values=True,
+                encoding="utf-8",
+                errors="strict",
+                max_num_fields=MAX_FIELDS,
+            )
+        except ValueError as exc:  # UnicodeDecodeError, or too many fields
+            raise unreadable from exc
+        fields: dict[str, Any] = {}
+        for key, value in pairs:
+            fields.setdefault(key, value)  # a repeated name counts once, as browsers send it once
+        return fields
+    if content_type == "application/json" or content_type.endswith("+json"):
+        try:
+            parsed = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise unreadable from exc
+        if not isinstance(parsed, dict):
+            raise unreadable
+        return parsed
+    raise BodyProblem(415, "Send the form as application/x-www-form-urlencoded or as JSON.")
+
+
+def check_submission(raw: dict[str, Any]) -> SignupIn:
+    """The validated fields, or ValidationFailed (422) with a message per field."""
+    try:
+        data = normalize({name: raw.get(name) for name in FIELDS})
+    except TooDeep as exc:
+        raise ValidationFailed({"body": [str(exc)]}) from exc
+    return validate(SignupIn, RawInput(data), status=422)
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def ip_or_none(value: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        return None
+
+
+def too_many(decision: RateDecision, message: str) -> DomainError:
+    return DomainError(429, message, headers={"Retry-After": str(decision.retry_after)})
+
+
+async def request_signup(
+    settings: Settings, limits: FormLimits, form: PublicForm, raw: dict[str, Any], client: str
+) -> SignupIn:
+    """Check a submission and email its confirmation link. Raises DomainError (422, 429, 503)."""
+    decision = await limits.per_client.hit("form", client)
+    if not decision.allowed:
+        raise too_many(decision, "Too many sign-ups from your network. Please try again later.")
+    signup = check_submission(raw)
+    if raw.get(HONEYPOT):
+        # A person never sees the field; answer as usual so a bot learns nothing.
+        log.info("form %s: honeypot filled from %s, no email sent", form.id, client)
+        return signup
+    digest = hashlib.sha256(signup.email.lower().encode("utf-8")).hexdigest()[:32]
+    decision = await limits.per_email.hit("form-email", digest)
+    if not decision.allowed:
+        raise too_many(
+            decision,
+            "We already sent several confirmation emails to this address. "
+            "Please check your inbox (and spam folder), or try again later.",
+        )
+    await send_confirmation(settings, form, signup)
+    return signup
+
+
+async def send_confirmation(settings: Settings, form: PublicForm, signup: SignupIn) -> None:
+    base_url = settings.base_url.rstrip("/")
+    token = MailTokens(settings.resolved_secret_key).confirm_token(
+        Signup(form.id, signup.email, signup.first_name, signup.last_name)
+    )
+    email = confirmation_email(
+        base_url=base_url,
+        form_title=form.title,
+        confirm_url=f"{base_url}/f/confirm/{token}",
+        email=signup.email,
+        first_name=signup.first_name,
+        last_name=signup.last_name,
+        owner_email=form.owner_email,
+        owner_name=form.owner_name,
+    )
+    unavailable = DomainError(
+        503,
+        "We could not send the confirmation email just now. Please try again in a few minutes.",
+        headers={"Retry-After": "60"},
+    )
+    domain = signup.email.rpartition("@")[2]
+    # One connection per sign-up: forms send a few emails a minute, not worth a pool kept across requests.
+    transport = None
+    try:
+        transport = make_transport(settings.smtp_url, settings.outbox_path, 1)
+        async with asyncio.timeout(SEND_TIMEOUT_SECONDS):
+            await transport.send(email.envelope_from, email.envelope_to, email.message)
+    except PermanentFailure as exc:
+        if exc.bounce:
+            log.info("form %s: the relay refused a confirmation to @%s: %s", form.id, domain, exc)
+            raise DomainError(
+                422,
+                "Email to this address is refused. Please check it.",
+                errors={"email": ["Email to this address is refused. Please check it."]},
+            ) from exc
+        log.error("form %s: confirmation to @%s refused by the relay: %s", form.id, domain, exc)
+        raise unavailable from exc
+    except (TemporaryFailure, TimeoutError) as exc:
+        log.warning("form %s: confirmation to @%s not sent: %r", form.id, domain, exc)
+        raise unavailable from exc
+    except Exception as exc:
+        # A broken TIDINGS_SMTP_URL or the like: the visitor gets the 503 page (never a 500) and the
+        # operator a traceback.
+        log.exception("form %s: confirmation to @%s not sent", form.id, domain)
+        raise unavailable from exc
+    finally:
+        if transport is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(5):
+                    await transport.close()
+
+
+class Confirmed(Enum):
+    SUBSCRIBED = "subscribed"
+    ALREADY = "already"
+    STALE = "stale"
+    GONE = "gone"
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    outcome: Confirmed
+    form: PublicForm | None
+
+
+def _later(moment: datetime | None, issued_at: datetime) -> bool:
+    # The token's time is in whole seconds, so within one second the order is unknown; it is taken as
+    # "before", which keeps a sign-up made right after an unsubscribe working.
+    return moment is not None and int(moment.timestamp()) > int(issued_at.timestamp())
+
+
+def _already_done(session: Session, contact: Contact, form: PublicForm, signup: Signup) -> bool:
+    if contact.deleted_at is not None or contact.unsubscribed_at is not None:
+        return False
+    if signup.first_name is not None and contact.first_name != signup.first_name:
+        return False
+    if signup.last_name is not None and contact.last_name != signup.last_name:
+        return False
+    joined = set(
+        session.scalars(
+            select(ListMembership.list_id).where(
+                ListMembership.contact_id == contact.id, ListMembership.list_id.in_(form.list_ids)
+            )
+        )
+    )
+    return joined == set(form.list_ids)
+
+
+def confirm_signup(
+    session: Session, signup: Signup, issued_at: datetime, ip_address: str | None
+) -> Confirmation:
+    """Subscribe a confirmed sign-up (see the module's docstring). Raises ContactLimitExceeded (402)."""
+    form = open_form(session, signup.form_id)
+    if form is None:
+        return Confirmation(Confirmed.GONE, None)
+    key = signup.email.lower()
+    contact = session.scalars(
+        select(Contact).where(Contact.account_id == form.account_id, Contact.email_key == key)
+    ).first()
+    if contact is not None:
+        if _later(contact.unsubscribed_at, issued_at) or _later(contact.deleted_at, issued_at):
+            return Confirmation(Confirmed.STALE, form)
+        if _already_done(session, contact, form, signup):
+            return Confirmation(Confirmed.ALREADY, form)
+    account = session.get_one(Account, form.account_id)
+    owner = session.scalars(
+        select(User).where(User.account_id == account.id).order_by(User.id).limit(1)
+    ).first()
+    if owner is None:
+        return Confirmation(Confirmed.GONE, None)
+    write = ContactWrite(
+        email=signup.email,
+        first_name=signup.first_name,
+        last_name=signup.last_name,
+        ip_address=ip_address,
+        lists=list(form.list_ids),
+    )
+    # The shared upsert, so every rule of a contact write (the limit, restoring, the hooks) applies.
+    result = upsert_contacts(session, principal_of(owner, account), [write], validation_status=422)
+    now = utcnow()
+    session.execute(
+        update(Contact)
+        .where(Contact.id == result.ids_by_key[key], Contact.unsubscribed_at.is_not(None))
+        .values(unsubscribed_at=None, updated_at=now)
+    )
+    session.flush()
+    return Confirmation(Confirmed.SUBSCRIBED, form)
+
+
+# ---------------------------------------------------------------------------------------------- pages
+
+STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;line-height:1.5;margin:0;
+color:#1f2328;background:#f6f8fa}
+main{max-width:32rem;margin:2rem auto;padding:1.5rem;background:#fff;border:1px solid #d0d7de;
+border-radius:8px}
+h1{font-size:1.5rem;margin-top:0}
+label{display:block;font-weight:600;margin-top:1rem}
+input{display:block;width:100%;box-sizing:border-box;font:inherit;padding:.5rem;margin-top:.25rem;
+border:1px solid #6e7781;border-radius:4px}
+input:focus,button:focus,a:focus{outline:3px solid #0969da;outline-offset:2px}
+button{margin-top:1.25rem;font:inherit;font-weight:600;padding:.6rem 1.2rem;color:#fff;
+background:#1a56db;border:0;border-radius:4px;cursor:pointer}
+.hint{color:#57606a;font-size:.9rem}
+.error{color:#b3261e;font-weight:600}
+.alert{border:2px solid #b3261e;border-radius:4px;padding:.5rem 1rem}
+.hp{position:absolute;left:-10000px;width:1px;height:1px;overflow:hidden}
+"""
+# No scripts, no outside resources; the form posts only to this service. frame-ancestors is left
+# open: owners may show their form in an iframe on their own site.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+    "base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    # The confirmation token is in the URL: it must not leave in a Referer.
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def esc(value: str) -> str:
+    # NUL and lone surrogates cannot be written out as UTF-8 HTML; what a person sent is shown without them.
+    cleaned = value.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    return html.escape(cleaned, quote=True)
+
+
+def page(title: str, body: str, status: int = 200, headers: dict[str, str] | None = None) -> HTMLResponse:
+    """The one template: `title` is plain text, `body` is HTML already escaped by the caller."""
+    document = (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="robots" content="noindex">\n'
+        f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n"
+        f"<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n"
+    )
+    return HTMLResponse(document, status_code=status, headers={**PAGE_HEADERS, **(headers or {})})
+
+
+def form_url(settings: Settings, form_id: int) -> str:
+    return f"{settings.base_url.rstrip('/')}/f/{form_id}"
+
+
+FIELD_LABELS = {
+    "email": ("Email address", "email", "email"),
+    "first_name": ("First name (optional)", "text", "given-name"),
+    "last_name": ("Last name (optional)", "text", "family-name"),
+}
+
+
+def form_page(
+    form: PublicForm,
+    values: dict[str, Any] | None = None,
+    errors: dict[str, list[str]] | None = None,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    values = values or {}
+    errors = errors or {}
+    parts = [f"<h1>{esc(form.title)}</h1>"]
+    if errors:
+        messages = "".join(f"<li>{esc(m)}</li>" for ms in errors.values() for m in ms)
+        parts.append(
+            '<div class="alert" role="alert" id="problems"><p class="error">Please check the form:</p>'
+            f"<ul>{messages}</ul></div>"
+        )
+    parts.append('<form method="post">')
+    for name, (label, kind, autocomplete) in FIELD_LABELS.items():
+        value = values.get(name)
+        shown = esc(value) if isinstance(value, str) else ""
+        field_errors = errors.get(name, [])
+        required = " required" if name == "email" else ""
+        described = f' aria-invalid="true" aria-describedby="{name}-error"' if field_errors else ""
+        parts.append(
+            f'<label for="{name}">{label}</label>'
+            + "".join(f'<p class="error" id="{name}-error">{esc(m)}</p>' for m in field_errors[:1])
+            + f'<input id="{name}" name="{name}" type="{kind}" autocomplete="{autocomplete}" '
+            f'maxlength="191" value="{shown}"{required}{described}>'
+        )
+    parts.append(
+        f'<div class="hp" aria-hidden="true"><label for="{HONEYPOT}">Leave this field empty</label>'
+        f'<input id="{HONEYPOT}" name="{HONEYPOT}" type="text" tabindex="-1" autocomplete="off"></div>'
+        '<button type="submit">Subscribe</button></form>'
+        '<p class="hint">We will email you a link to confirm your subscription.</p>'
+    )
+    title = f"Error: {form.title}" if errors else form.title
+    return page(title, "\n".join(parts), status, headers)
+
+
+def message_page(
+    title: str, paragraphs: list[str], status: int = 200, headers: dict[str, str] | None = None
+) -> HTMLResponse:
+    """A page of a heading and paragraphs, each already escaped HTML."""
+    body = f"<h1>{esc(title)}</h1>" + "".join(f"<p>{p}</p>" for p in paragraphs)
+    return page(title, body, status, headers)
+
+
+def not_found_page() -> HTMLResponse:
+    return message_page(
+        "Form not found", ["This sign-up form does not exist or is no longer available."], 404
+    )
+
+
+def invalid_link_page() -> HTMLResponse:
+    days = CONFIRM_MAX_AGE_SECONDS // 86400
+    return message_page(
+        "Link invalid or expired",
+        [
+            "This confirmation link is invalid or has expired.",
+            f"Links work for {days} days. To subscribe, please fill in the sign-up form again.",
+        ],
+        404,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- routes
+
+
+@router.get("/f/{id}", response_class=HTMLResponse)
+def show_form(id: str, session: SessionDep) -> HTMLResponse:
+    form_id = parse_form_id(id)
+    form = open_form(session, form_id) if form_id is not None else None
+    if form is None:
+        return not_found_page()
+    return form_page(form)
+
+
+@router.post("/f/{id}", response_class=HTMLResponse)
+async def submit_form(id: str, request: Request) -> HTMLResponse:
+    form_id = parse_form_id(id)
+    state = request.app.state
+    # No SessionDep: a POST's session would be a writer's (BEGIN IMMEDIATE on SQLite) and this only reads.
+    form = await run_in_threadpool(read_open_form, state.read_session_factory, form_id) if form_id else None
+    if form is None:
+        return not_found_page()
+    raw: dict[str, Any] = {}
+    try:
+        raw = await read_submission(request)
+        signup = await request_signup(state.settings, state.form_limits, form, raw, client_address(request))
+    except DomainError as refused:
+        return form_page(
+            form, raw, refused.errors or {"form": [refused.message]}, refused.status, refused.headers
+        )
+    return message_page(
+        "Check your inbox",
+        [
+            f"We sent an email to <strong>{esc(signup.email)}</strong>.",
+            f"Click the link in it to finish subscribing to {esc(form.title)}. If it does not arrive in a "
+            "few minutes, look in your spam folder, or fill in the form again.",
+        ],
+    )
+
+
+@router.get("/f/confirm/{token}", response_class=HTMLResponse)
+def confirm(token: str, request: Request) -> HTMLResponse:
+    settings: Settings = request.app.state.settings
+    found = (
+        MailTokens(settings.resolved_secret_key).read_confirm_issued(token)
+        if TOKEN.fullmatch(token)
+        else None
+    )
+    if found is None:
+        return invalid_link_page()
+    signup, issued_at = found
+    # Opened from an email, so it is a GET that writes: its transaction is a writer's, not the read-only
+    # (autocommit on PostgreSQL) session a GET gets from SessionDep.
+    try:
+        with transaction(request.app.state.write_session_factory) as session:
+            confirmation = confirm_signup(session, signup, issued_at, ip_or_none(client_address(request)))
+    except ContactLimitExceeded:
+        log.warning(
+            "form %s: the account is at its contact limit; a confirmed sign-up was refused", signup.form_id
+        )
+        return message_page(
+            "Sign-up not possible right now",
+            ["This list cannot take new subscribers at the moment. Please try again later."],
+            402,
+        )
+    form = confirmation.form
+    if confirmation.outcome is Confirmed.SUBSCRIBED and form is not None:
+        # As after the API's own writes: the owner's next read (GET /me) must not show a remembered count.
+        request.app.state.token_lookup.forget_account(form.account_id)
+    if confirmation.outcome is Confirmed.GONE or form is None:
+        return not_found_page()
+    if confirmation.outcome is Confirmed.STALE:
+        return message_page(
+            "Link no longer valid",
+            [
+                "Your subscription changed after this link was sent, so the link no longer works.",
+                f'To subscribe again, please <a href="{esc(form_url(settings, form.id))}">fill in the '
+                "sign-up form</a> again.",
+            ],
+            410,
+        )
+    return message_page(
+        "You are subscribed",
+        [f"Thank you. <strong>{esc(signup.email)}</strong> is now subscribed to {esc(form.title)}."],
+    )
