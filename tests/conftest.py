@@ -20,6 +20,7 @@ from app.identity.accounts import create_user
 from app.identity.tokens import create_personal_token
 from app.main import create_app
 from app.migrate import upgrade_to_head
+from tests.smtp_sink import smtp_sink  # noqa: F401 (a fixture every test folder may use)
 
 
 def _database_url(tmp_dir: Path) -> str:
