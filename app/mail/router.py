@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.mail import automations, campaigns, contacts, fields, forms, lists, me
+from app.mail import automations, campaigns, contacts, fields, forms, lists, me, tracking
 
 mail_routers: list[APIRouter] = [
-    feature.router for feature in (me, contacts, lists, campaigns, automations, forms, fields)
+    feature.router for feature in (me, contacts, lists, campaigns, automations, forms, fields, tracking)
 ]
 mail_router = APIRouter()
 for _router in mail_routers:
