@@ -40,7 +40,7 @@ from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import MailTokens
 from app.models import Campaign, Deliverable
 
-# The smallest transparent GIF (43 bytes).
+# The smallest transparent GIF (42 bytes).
 PIXEL = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")
 NO_STORE = {"Cache-Control": "no-store"}
 # Pages reached by a token in their URL: not cached, not indexed, the token not sent on as a referrer,
