@@ -34,7 +34,7 @@ from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import String, and_, case, func, literal, select, update
+from sqlalchemy import Interval, String, and_, case, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from app.db import upsert
@@ -118,13 +118,16 @@ def set_active(session: Session, automation: Automation, active: bool, now: date
 
 def shift_queued(session: Session, automation_id: int, by: timedelta, now: datetime) -> int:
     """Move every queued email of the automation later by `by`, in one UPDATE."""
-    seconds = int(by.total_seconds())
-    if seconds <= 0:
-        return 0
     later: Any
     if session.get_bind().dialect.name == "postgresql":
-        later = Deliverable.send_after + timedelta(seconds=seconds)
+        if by <= timedelta(0):
+            return 0
+        # Typed, or the column's own type (a datetime) would be asked to bind the interval.
+        later = Deliverable.send_after + literal(by, Interval())
     else:
+        seconds = int(by.total_seconds())
+        if seconds <= 0:
+            return 0
         # SQLite keeps timestamps as 'YYYY-MM-DD HH:MM:SS.ffffff' text (SQLAlchemy's format) and its
         # date functions drop the microseconds: shift the whole seconds, then put the fraction back.
         shifted = func.strftime("%Y-%m-%d %H:%M:%S", Deliverable.send_after, f"+{seconds} seconds")
