@@ -190,7 +190,7 @@ def test_unsubscribe_page_asks_first_and_get_never_unsubscribes(
         assert '<html lang="en">' in html
         assert "<title>Unsubscribe</title>" in html
         assert html.count("<form") == 1 and html.count("<button") == 1
-        assert 'method="post"' in html and f'action="{links.unsubscribe}"' in html
+        assert 'method="post"' in html and "action=" not in html  # it posts back to this address
         assert "aria-labelledby=" in html
         assert "Ann&#x27;s &lt;News&gt;" in html  # the sender's name is escaped
     contact_id = contact_id_of(client, api_user.headers, ANN)
