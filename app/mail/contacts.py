@@ -1,4 +1,5 @@
-"""Contacts: the /contacts routes, PATCH /unsubscribe, and the one upsert every contact write goes through."""
+"""Contacts: the /contacts routes, PATCH /unsubscribe, the one upsert every contact write goes through, and
+the list membership and unsubscribe services the other ways in (forms, tracking links) share."""
 
 from __future__ import annotations
 
