@@ -7,8 +7,9 @@ and a forged or altered one is 404. None of these routes is part of the email AP
 - `GET /t/c/{token}`: 302 to exactly the URL the token signs (never anywhere else); the first click sets
   clicked_at, and opened_at too when no open was recorded (images are often blocked).
 - `GET /u/{token}`: a page asking to confirm; it never unsubscribes (mail scanners fetch links).
-  `POST /u/{token}`: unsubscribes, whatever the body (RFC 8058's `List-Unsubscribe=One-Click`, our
-  page's empty form, nothing), and answers a page saying so.
+  `POST /u/{token}`: unsubscribes, whatever the body (RFC 8058's `List-Unsubscribe=One-Click`, which
+  the page's form sends too, or nothing), and answers a page saying so. Repeats change nothing.
+- `POST /webhooks/bounces`: reports of the SMTP relay, authenticated by a shared secret (bounces.py).
 A first open or click fires the open_campaign and click_campaign automations (automation_runs.py).
 """
 
