@@ -17,8 +17,8 @@ The contract, where seed 000 is silent:
 - A contact gets each automation email at most once (one deliverable per campaign and contact): a second
   trigger, a rejoin, or a contact restored after deletion schedules nothing that existed before, even
   a cancelled email.
-- Emails added to an automation later, and edits of delay_hours or send_order, apply to triggers from
-  then on; emails already queued keep their times.
+- Emails added to an automation later, edits of delay_hours or send_order, and a changed trigger apply
+  to triggers from then on; emails already queued keep their times.
 - PATCH active=false records paused_at; the worker leaves the automation's queued emails alone while it
   is off. PATCH active=true moves every queued email of the automation later by the length of the pause
   (so their spacing, and their distance from the trigger, is kept) and clears paused_at. On SQLite the
