@@ -158,6 +158,24 @@ async def _finish(session: Session, *, commit: bool, autocommit: bool) -> None:
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
+async def get_write_session(request: Request) -> AsyncIterator[Session]:
+    """`get_session` for the few GET routes that write (the open pixel, the click redirect): their
+    reads would otherwise get an autocommit session on PostgreSQL (each UPDATE its own transaction) and
+    a reader's deferred BEGIN on SQLite (which fails instead of waiting when another writer commits)."""
+    session = request.app.state.write_session_factory()
+    try:
+        yield session
+    except BaseException:
+        with CancelScope(shield=True):
+            await _finish(session, commit=False, autocommit=False)
+        raise
+    with CancelScope(shield=True):
+        await _finish(session, commit=True, autocommit=False)
+
+
+WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
+
+
 def make_async_pool(url: str, max_size: int = 16) -> AsyncConnectionPool:
     """PostgreSQL: a pool of autocommit connections of psycopg's async driver, for the hot read paths
     that run on the event loop (authentication, contact listings). Opened and closed by the app."""

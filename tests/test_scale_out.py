@@ -22,8 +22,8 @@ from app.db import is_sqlite_url
 from app.identity.accounts import create_user
 from app.identity.tokens import create_personal_token
 from app.models import Account, Deliverable
-from tests.mail.sending.conftest import SmtpSink
 from tests.processes import served_app
+from tests.smtp_sink import SmtpSink
 
 RECIPIENTS = 5000
 REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -19,6 +19,7 @@ from app.identity.dependencies import PaidMailUser
 from app.identity.principal import Principal
 from app.kit.errors import NotFound, ValidationFailed
 from app.kit.time import utcnow
+from app.mail.automation_runs import set_active
 from app.mail.campaign_rules import FromEmail, Html, Short, Subject
 from app.mail.campaigns import campaign_views
 from app.mail.common import RowId, owned, paginate, valid_id
@@ -309,7 +310,7 @@ def update_automation(
             raise ValidationFailed({"title": ["The title field is required."]})
         automation.title = body.title
     if body.active is not None:
-        automation.active = body.active
+        set_active(session, automation, body.active, utcnow())
     if given & {"trigger_type", "trigger_list_id", "trigger_campaign_id"}:
         current = session.scalars(
             select(AutomationTrigger).where(AutomationTrigger.automation_id == automation.id)

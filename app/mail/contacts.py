@@ -1,4 +1,5 @@
-"""Contacts: the /contacts routes, PATCH /unsubscribe, and the one upsert every contact write goes through."""
+"""Contacts: the /contacts routes, PATCH /unsubscribe, the one upsert every contact write goes through, and
+the list membership and unsubscribe services the other ways in (forms, tracking links) share."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ from app.kit.errors import DomainError, NotFound, ValidationFailed
 from app.kit.pagination import PageAnchors, page_envelope, parse_page
 from app.kit.responses import json_response
 from app.kit.time import iso_naive_utc, utcnow
+from app.mail.automation_runs import on_lists_joined
 from app.mail.common import (
     RowId,
     check_list_ids,
@@ -307,13 +309,8 @@ def upsert_contacts(
     result = session.execute(stmt, rows) if rows else session.execute(stmt)
     ids_by_key = {key: contact_id for contact_id, key in result}
 
-    memberships = [
-        {"list_id": list_id, "contact_id": ids_by_key[key], "created_at": now}
-        for key, write in merged.items()
-        for list_id in dict.fromkeys(write.lists)
-    ]
-    if memberships:
-        session.execute(upsert(session, ListMembership).on_conflict_do_nothing(), memberships)
+    joins = [(ids_by_key[key], i) for key, write in merged.items() for i in dict.fromkeys(write.lists)]
+    add_memberships(session, account_id, joins, now)
     field_values = {ids_by_key[key]: write.fields for key, write in merged.items() if write.fields}
     if field_values:
         set_field_values(session, principal, field_values)
@@ -475,12 +472,61 @@ def search(query: Select[Contact], text: str | None) -> Select[Contact]:
     )
 
 
-def cancel_queued(session: Session, contact_id: int) -> None:
+def add_memberships(session: Session, account_id: int, pairs: list[tuple[int, int]], now: datetime) -> None:
+    """Put contacts on lists ((contact_id, list_id) pairs of one account; existing memberships stay
+    as they are) and fire the apply_list automations of the memberships that are new.
+
+    Every way onto a list goes through here, so automations see each join exactly once.
+    """
+    if not pairs:
+        return
+    new = session.execute(
+        upsert(session, ListMembership)
+        .on_conflict_do_nothing()
+        .returning(ListMembership.contact_id, ListMembership.list_id),
+        [{"contact_id": contact_id, "list_id": list_id, "created_at": now} for contact_id, list_id in pairs],
+    ).all()
+    on_lists_joined(session, account_id, [(contact_id, list_id) for contact_id, list_id in new], now)
+
+
+def replace_memberships(
+    session: Session, account_id: int, contact_id: int, list_ids: list[int], now: datetime
+) -> None:
+    """The contact's lists become exactly `list_ids`: dropped ones go, kept ones keep their join time."""
+    session.execute(
+        delete(ListMembership).where(
+            ListMembership.contact_id == contact_id, ListMembership.list_id.not_in(list_ids)
+        )
+    )
+    add_memberships(session, account_id, [(contact_id, list_id) for list_id in list_ids], now)
+
+
+def cancel_queued(session: Session, *contact_ids: int) -> None:
+    if not contact_ids:
+        return
     session.execute(
         update(Deliverable)
-        .where(Deliverable.contact_id == contact_id, Deliverable.state == "queued")
+        .where(Deliverable.contact_id.in_(contact_ids), Deliverable.state == "queued")
         .values(state="cancelled", updated_at=utcnow())
     )
+
+
+def unsubscribe_contacts(session: Session, contact_ids: list[int], now: datetime) -> list[int]:
+    """Unsubscribe those of the contacts still subscribed and cancel their queued emails; returns
+    the ids that changed (an unsubscribe link or a report for an unsubscribed contact changes nothing)."""
+    if not contact_ids:
+        return []
+    changed = list(
+        session.scalars(
+            update(Contact)
+            .where(Contact.id.in_(contact_ids), Contact.unsubscribed_at.is_(None))
+            .values(unsubscribed_at=now, updated_at=now)
+            .returning(Contact.id)
+            .execution_options(synchronize_session=False)
+        )
+    )
+    cancel_queued(session, *changed)
+    return changed
 
 
 def _fields_of(items: list[ContactFieldIn]) -> dict[str, str | None]:
@@ -611,13 +657,7 @@ def update_contact(id: RowId, session: SessionDep, principal: PaidMailUser, raw:
         contact.last_name = body.last_name
     if body.lists is not None:
         list_ids = check_list_ids(session, principal.account.id, body.lists, "lists", 422)
-        session.execute(delete(ListMembership).where(ListMembership.contact_id == contact.id))
-        now = utcnow()
-        if list_ids:
-            session.execute(
-                upsert(session, ListMembership).on_conflict_do_nothing(),
-                [{"list_id": list_id, "contact_id": contact.id, "created_at": now} for list_id in list_ids],
-            )
+        replace_memberships(session, principal.account.id, contact.id, list_ids, utcnow())
     if body.contact_fields:
         set_field_values(session, principal, {contact.id: _fields_of(body.contact_fields)})
     contact.updated_at = utcnow()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.mail import automations, campaigns, contacts, fields, forms, hosted_forms, lists, me
+from app.mail import automations, campaigns, contacts, fields, forms, hosted_forms, lists, me, tracking
 
 mail_routers: list[APIRouter] = [
-    feature.router for feature in (me, contacts, lists, campaigns, automations, forms, fields, hosted_forms)
+    feature.router
+    for feature in (me, contacts, lists, campaigns, automations, forms, fields, hosted_forms, tracking)
 ]
 mail_router = APIRouter()
 for _router in mail_routers:

@@ -25,13 +25,13 @@ from app.mail.hosted_forms import FormLimits
 from app.mail.sending.tokens import MailTokens, Signup
 from app.models import ContactList, Form
 from tests.conftest import ApiUser
-from tests.mail.sending.conftest import Received, SmtpSink, smtp_sink  # noqa: F401 (the fixture)
+from tests.smtp_sink import Received, SmtpSink
 
 LINK = re.compile(r"https?://[^\s\"'<>]+/f/confirm/([A-Za-z0-9_.\-]+)")
 
 
 @pytest.fixture
-def sink(settings: Settings, smtp_sink: SmtpSink) -> SmtpSink:  # noqa: F811 (the imported fixture)
+def sink(settings: Settings, smtp_sink: SmtpSink) -> SmtpSink:
     """Confirmation emails go to the loopback SMTP server (the app reads its settings per request)."""
     settings.smtp_url = smtp_sink.url
     return smtp_sink
@@ -488,7 +488,7 @@ def test_a_failing_relay_is_a_503_page_with_the_form_filled_in_and_a_log_line(
     db: Session,
     api_user: ApiUser,
     settings: Settings,
-    smtp_sink: SmtpSink,  # noqa: F811 (the imported fixture)
+    smtp_sink: SmtpSink,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     form_id, list_id = new_form(client, db, api_user)

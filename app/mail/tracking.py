@@ -1,0 +1,258 @@
+"""The public routes the emails themselves link to: open pixel, click redirect, unsubscribe, and the relay's
+bounce webhook (its body format is in bounces.py). No API credentials; tokens are signed (sending/tokens.py)
+and a forged or altered one is 404. None of these routes is part of the email API's OpenAPI document.
+
+- `GET /t/o/{token}`: a 1x1 transparent GIF (`Cache-Control: no-store`); the first open of the email
+  sets its opened_at.
+- `GET /t/c/{token}`: 302 to exactly the URL the token signs (never anywhere else); the first click sets
+  clicked_at, and opened_at too when no open was recorded (images are often blocked).
+- `GET /u/{token}`: a page asking to confirm; it never unsubscribes (mail scanners fetch links).
+  `POST /u/{token}`: unsubscribes, whatever the body (RFC 8058's `List-Unsubscribe=One-Click`, which
+  the page's form sends too, or nothing), and answers a page saying so. Repeats change nothing.
+- `POST /webhooks/bounces`: reports of the SMTP relay, authenticated by a shared secret (bounces.py).
+A first open or click fires the open_campaign and click_campaign automations (automation_runs.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from html import escape
+from string import printable
+from typing import Annotated, Any
+from urllib.parse import quote, urlsplit
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import HTMLResponse
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app.db import SessionDep, WriteSessionDep
+from app.identity.dependencies import Unauthenticated, bearer_token
+from app.kit.errors import NotFound
+from app.kit.time import utcnow
+from app.mail.automation_runs import on_campaign_event
+from app.mail.bounces import Report, apply_reports, parse_reports
+from app.mail.contacts import unsubscribe_contacts
+from app.mail.sending.queue import BounceRule
+from app.mail.sending.tokens import MailTokens
+from app.models import Campaign, Deliverable
+
+# The smallest transparent GIF (42 bytes).
+PIXEL = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")
+NO_STORE = {"Cache-Control": "no-store"}
+# Pages reached by a token in their URL: not cached, not indexed, the token not sent on as a referrer,
+# nothing loaded from anywhere, and the form posting only back here.
+PAGE_HEADERS = {
+    **NO_STORE,
+    "X-Robots-Tag": "noindex",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+}
+# Characters a Location header may carry as they are: printable ASCII but the space. The rest of a
+# signed URL (spaces, non-ASCII) is percent-encoded; a URL that is already plain ASCII goes out unchanged.
+_LOCATION_SAFE = "".join(c for c in printable if c not in " \t\n\r\x0b\x0c")
+
+router = APIRouter(include_in_schema=False)
+
+
+@cache
+def mail_tokens(secret_key: str) -> MailTokens:
+    return MailTokens(secret_key)
+
+
+def tokens_of(request: Request) -> MailTokens:
+    return mail_tokens(request.app.state.settings.resolved_secret_key)
+
+
+# ---------------------------------------------------------------------------------------------- service
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    account_id: int
+    campaign_id: int
+    contact_id: int
+
+
+def _stamp_once(session: Session, deliverable_id: int, column: Any, now: datetime) -> Hit | None:
+    """Set a deliverable's event time if it is still empty; the Hit when this call set it."""
+    row = session.execute(
+        update(Deliverable)
+        .where(Deliverable.id == deliverable_id, column.is_(None))
+        .values({column.key: now, "updated_at": now})
+        .returning(Deliverable.account_id, Deliverable.campaign_id, Deliverable.contact_id)
+        .execution_options(synchronize_session=False)
+    ).first()
+    return Hit(*row) if row is not None else None
+
+
+def record_open(session: Session, deliverable_id: int, now: datetime) -> None:
+    opened = _stamp_once(session, deliverable_id, Deliverable.opened_at, now)
+    if opened is not None:
+        _fire(session, opened, "open_campaign", now)
+
+
+def record_click(session: Session, deliverable_id: int, now: datetime) -> None:
+    clicked = _stamp_once(session, deliverable_id, Deliverable.clicked_at, now)
+    if clicked is None:
+        return  # a repeat click: the first one recorded the open too
+    opened = _stamp_once(session, deliverable_id, Deliverable.opened_at, now)
+    if opened is not None:
+        _fire(session, opened, "open_campaign", now)
+    _fire(session, clicked, "click_campaign", now)
+
+
+def _fire(session: Session, hit: Hit, trigger_type: str, now: datetime) -> None:
+    on_campaign_event(session, hit.account_id, hit.campaign_id, hit.contact_id, trigger_type, now)
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    from_name: str
+
+
+def sender_of(session: Session, deliverable_id: int) -> Sender | None:
+    """Who sent the email (for the confirmation page); None when the deliverable no longer exists."""
+    from_name = session.scalar(
+        select(Campaign.from_name)
+        .join(Deliverable, Deliverable.campaign_id == Campaign.id)
+        .where(Deliverable.id == deliverable_id)
+    )
+    return Sender(from_name) if from_name is not None else None
+
+
+def unsubscribe_by_link(session: Session, deliverable_id: int, now: datetime) -> Sender | None:
+    """Unsubscribe the email's contact; the email is stamped when it is what made the contact leave.
+    None when the deliverable no longer exists."""
+    row = session.execute(
+        select(Deliverable.contact_id, Campaign.from_name)
+        .join(Campaign, Campaign.id == Deliverable.campaign_id)
+        .where(Deliverable.id == deliverable_id)
+    ).first()
+    if row is None:
+        return None
+    if unsubscribe_contacts(session, [row.contact_id], now):
+        _stamp_once(session, deliverable_id, Deliverable.unsubscribed_at, now)
+    return Sender(row.from_name)
+
+
+# ---------------------------------------------------------------------------------------------- pages
+
+
+def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+    html = (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{escape(title)}</title>\n"
+        "<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;"
+        "line-height:1.5;color:#1a1a1a;background:#fff}button{font-size:1rem;padding:.6rem 1.2rem;"
+        "cursor:pointer}button:focus-visible{outline:3px solid #1a5fb4;outline-offset:2px}</style>\n"
+        f"</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n"
+    )
+    return HTMLResponse(html, status_code=status, headers=PAGE_HEADERS)
+
+
+def _not_found_page() -> HTMLResponse:
+    return _page(
+        "Link not valid",
+        "<h1>This link is not valid</h1>\n<p>Check that the whole link was copied from the email.</p>",
+        404,
+    )
+
+
+def _confirm_page(sender: Sender) -> HTMLResponse:
+    # No action attribute: the form posts back to the address the page was fetched from, whatever
+    # prefix a proxy in front of the service adds.
+    return _page(
+        "Unsubscribe",
+        '<h1 id="title">Unsubscribe</h1>\n'
+        f'<p id="what">You will no longer get emails from {escape(sender.from_name)}.</p>\n'
+        '<form method="post" aria-labelledby="title" aria-describedby="what">\n'
+        '<input type="hidden" name="List-Unsubscribe" value="One-Click">\n'
+        '<button type="submit">Unsubscribe</button>\n</form>',
+    )
+
+
+def _done_page(sender: Sender) -> HTMLResponse:
+    return _page(
+        "Unsubscribed",
+        "<h1>You are unsubscribed</h1>\n"
+        f'<p role="status">You will no longer get emails from {escape(sender.from_name)}.</p>',
+    )
+
+
+# ---------------------------------------------------------------------------------------------- routes
+
+
+@router.get("/t/o/{token}")
+def open_pixel(token: str, request: Request, session: WriteSessionDep) -> Response:
+    deliverable_id = tokens_of(request).read_open(token)
+    if deliverable_id is None:
+        return Response(status_code=404, headers=NO_STORE)
+    record_open(session, deliverable_id, utcnow())
+    return Response(PIXEL, media_type="image/gif", headers=NO_STORE)
+
+
+@router.get("/t/c/{token}")
+def click_redirect(token: str, request: Request, session: WriteSessionDep) -> Response:
+    signed = tokens_of(request).read_click(token)
+    if signed is None or urlsplit(signed[1]).scheme.lower() not in ("http", "https"):
+        return _not_found_page()
+    deliverable_id, url = signed
+    record_click(session, deliverable_id, utcnow())
+    return Response(
+        status_code=302,
+        headers={**NO_STORE, "Location": quote(url, safe=_LOCATION_SAFE), "Referrer-Policy": "no-referrer"},
+    )
+
+
+@router.get("/u/{token}")
+def unsubscribe_page(token: str, request: Request, session: SessionDep) -> Response:
+    deliverable_id = tokens_of(request).read_unsubscribe(token)
+    sender = sender_of(session, deliverable_id) if deliverable_id is not None else None
+    if sender is None:
+        return _not_found_page()
+    return _confirm_page(sender)
+
+
+@router.post("/u/{token}")
+def unsubscribe_one_click(token: str, request: Request, session: SessionDep) -> Response:
+    # The body is never read: RFC 8058 clients send `List-Unsubscribe=One-Click`, others nothing, and
+    # the signed token alone says who leaves.
+    deliverable_id = tokens_of(request).read_unsubscribe(token)
+    sender = unsubscribe_by_link(session, deliverable_id, utcnow()) if deliverable_id is not None else None
+    if sender is None:
+        return _not_found_page()
+    return _done_page(sender)
+
+
+async def bounce_reports(request: Request) -> list[Report]:
+    """The webhook's caller checked, then its body parsed (nothing is read from a caller without the
+    secret)."""
+    secret: str = request.app.state.settings.bounce_webhook_secret
+    if not secret:
+        raise NotFound("Not Found.")
+    given = bearer_token(request) or ""
+    # Digests of equal length: compare_digest would otherwise tell the secret's length by its timing.
+    if not hmac.compare_digest(_digest(given), _digest(secret)):
+        raise Unauthenticated()
+    return parse_reports(await request.body())
+
+
+def _digest(value: str) -> bytes:
+    return hashlib.sha256(value.encode("utf-8", "surrogateescape")).digest()
+
+
+@router.post("/webhooks/bounces")
+def bounce_webhook(
+    request: Request, session: SessionDep, reports: Annotated[list[Report], Depends(bounce_reports)]
+) -> dict[str, int]:
+    settings = request.app.state.settings
+    rule = BounceRule(settings.bounce_stop_rate, settings.bounce_stop_min_sent)
+    applied = apply_reports(session, reports, utcnow(), rule)
+    return {"processed": applied.processed, "ignored": applied.ignored}
