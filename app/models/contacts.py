@@ -14,6 +14,8 @@ class Contact(Timestamped, Base):
     __tablename__ = "contacts"
     __table_args__ = (
         UniqueConstraint("account_id", "email_key"),
+        # Bounce and complaint reports name an address, not an account.
+        Index("ix_contacts_email_key", "email_key"),
         # The listing and paging path: live contacts of one account in id order.
         Index(
             "ix_contacts_live_account_id",

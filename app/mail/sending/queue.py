@@ -408,6 +408,8 @@ def stop_bouncing_campaigns(
         )
         .where(Deliverable.campaign_id.in_(ids))
         .group_by(Deliverable.campaign_id)
+        # Only a campaign still sending can stop: a late bounce report leaves a finished one alone.
+        .having(func.count(case((Deliverable.state.in_(("queued", "sending")), 1))) > 0)
     ):
         attempted = int(sent)
         if attempted >= rule.min_sent and bounced / attempted > rule.rate:
