@@ -9,6 +9,8 @@ with a random installation id: no names, URLs, addresses or content.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from fastapi import Request
@@ -59,11 +61,40 @@ def set_mode(session: Session, principal: Principal, mode: str) -> None:
     session.flush()
 
 
-def usage_counts(session: Session) -> dict[str, Any]:
-    """The whole of a telemetry event's content."""
+def heartbeat_due(session: Session, now: datetime, every: timedelta) -> bool:
+    row = session.get(TelemetrySetting, SETTING_ID)
+    if row is None or row.mode != "on":
+        return False
+    return row.last_sent_at is None or now - row.last_sent_at >= every
+
+
+def telemetry_event(session: Session) -> dict[str, Any] | None:
+    """The whole of a telemetry event: counts and a random installation id; None while off."""
+    row = session.get(TelemetrySetting, SETTING_ID)
+    if row is None or row.mode != "on":
+        return None
     by_kind = dict(session.execute(select(Source.kind, func.count()).group_by(Source.kind)).all())
     feeds = session.scalar(select(func.count()).select_from(Feed)) or 0
-    return {"feeds": feeds, "sources_by_kind": {str(k): int(v) for k, v in by_kind.items()}}
+    return {
+        "event": "heartbeat",
+        "installation_id": row.installation_id,
+        "version": _release(),
+        "feeds": int(feeds),
+        "sources_by_kind": {str(kind): int(count) for kind, count in by_kind.items()},
+    }
+
+
+def mark_sent(session: Session, now: datetime) -> None:
+    row = session.get(TelemetrySetting, SETTING_ID)
+    if row is not None:
+        row.last_sent_at = now
+
+
+def _release() -> str:
+    try:
+        return version("tidings")
+    except PackageNotFoundError:
+        return "0"
 
 
 @router.get("/v1/telemetry", response_model=TelemetryState, summary="The telemetry state")
