@@ -20,7 +20,7 @@ import ipaddress
 import socket
 import time
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,11 +118,31 @@ def literal_host_problem(url: str, *, allow_private: bool) -> str | None:
     return None
 
 
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The addresses `host` resolves to, as the operating system's resolver answers."""
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ConnectFailed(f"could not resolve {host}: {exc}") from exc
+    return [str(info[4][0]) for info in infos]
+
+
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     """httpcore's network backend with the address check between resolving and connecting."""
 
-    def __init__(self, *, allow_private: bool, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        allow_private: bool,
+        resolver: Resolver = system_resolver,
+        inner: httpcore.AsyncNetworkBackend | None = None,
+    ) -> None:
         self.allow_private = allow_private
+        self.resolver = resolver
         self.inner = inner or httpcore.AnyIOBackend()
 
     async def resolve(self, host: str, port: int) -> list[str]:
@@ -130,14 +150,10 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         if literal is not None:
             candidates: list[IPAddress] = [literal]
         else:
-            loop = asyncio.get_running_loop()
-            try:
-                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except (socket.gaierror, UnicodeError) as exc:
-                raise ConnectFailed(f"could not resolve {host}: {exc}") from exc
             candidates = []
-            for info in infos:
-                address = parse_ip(str(info[4][0]).split("%")[0])
+            for answer in await self.resolver(host, port):
+                # A scoped IPv6 answer (fe80::1%eth0) is link-local whatever its scope.
+                address = parse_ip(answer.split("%")[0])
                 if address is not None and address not in candidates:
                     candidates.append(address)
         if not candidates:
@@ -187,7 +203,14 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
 class GuardedTransport(httpx.AsyncHTTPTransport):
     """httpx's transport on a connection pool whose connections go through `GuardedBackend`."""
 
-    def __init__(self, *, allow_private: bool, limits: httpx.Limits, verify: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        allow_private: bool,
+        limits: httpx.Limits,
+        resolver: Resolver = system_resolver,
+        verify: bool = True,
+    ) -> None:
         super().__init__(verify=verify, limits=limits, trust_env=False)
         ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
         # httpx builds its pool in __init__ without a way to pass a network backend: replace it.
@@ -196,7 +219,7 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
-            network_backend=GuardedBackend(allow_private=allow_private),
+            network_backend=GuardedBackend(allow_private=allow_private, resolver=resolver),
         )
 
 
@@ -233,6 +256,7 @@ class SafeHttp:
         connect_timeout: float = 10.0,
         user_agent: str = "tidings",
         max_connections: int = 100,
+        resolver: Resolver = system_resolver,
     ) -> None:
         self.allow_private = allow_private
         self.max_bytes = max_bytes
@@ -240,7 +264,7 @@ class SafeHttp:
         self.user_agent = user_agent
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         self._client = httpx.AsyncClient(
-            transport=GuardedTransport(allow_private=allow_private, limits=limits),
+            transport=GuardedTransport(allow_private=allow_private, limits=limits, resolver=resolver),
             follow_redirects=False,
             trust_env=False,
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
