@@ -21,6 +21,9 @@ from app.identity.tokens import create_personal_token
 from app.main import create_app
 from app.migrate import upgrade_to_head
 
+# The loopback upstream server fixture (`upstream`) of the feed and outbound-HTTP tests.
+pytest_plugins = ("tests.upstream",)
+
 
 def _database_url(tmp_dir: Path) -> str:
     return os.environ.get("TIDINGS_TEST_DATABASE_URL") or f"sqlite:///{tmp_dir / 'test.db'}"

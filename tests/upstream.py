@@ -3,6 +3,7 @@ misbehaving server): routes are set per test, and every request is recorded."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import threading
 import time
@@ -124,10 +125,8 @@ def gzip_bomb(expanded: int = 64 * 1024 * 1024) -> Handler:
         request.send_header("Content-Encoding", "gzip")
         request.send_header("Content-Length", str(len(compressed)))
         request.end_headers()
-        try:
+        with contextlib.suppress(OSError):
             request.wfile.write(compressed)
-        except OSError:
-            pass
 
     return handle
 
@@ -135,10 +134,8 @@ def gzip_bomb(expanded: int = 64 * 1024 * 1024) -> Handler:
 def slow(seconds: float, then: Handler) -> Handler:
     def handle(request: BaseHTTPRequestHandler) -> None:
         time.sleep(min(seconds, HANDLER_LIMIT_SECONDS))
-        try:
+        with contextlib.suppress(OSError):
             then(request)
-        except OSError:
-            pass
 
     return handle
 

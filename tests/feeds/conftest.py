@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.feeds.poller import FeedPoller
 from app.kit.time import utcnow
-from tests.upstream import Upstream, upstream  # noqa: F401
+from tests.upstream import Upstream
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path, upstream: Upstream) -> Settings:  # noqa: F811
+def settings(database_url: str, tmp_path: Path, upstream: Upstream) -> Settings:
     return Settings(
         database_url=database_url,
         secret_key="test-secret-key-that-is-long-enough-for-tests",
@@ -67,9 +67,8 @@ def rss(
     items: list[tuple[str, str, datetime | None]], *, title: str = "A feed", encoding: str = "utf-8"
 ) -> bytes:
     """An RSS 2.0 document of (guid, title, published) items."""
-    parts = [
-        f'<?xml version="1.0" encoding="{encoding}"?><rss version="2.0"><channel><title>{escape(title)}</title>'
-    ]
+    head = f'<?xml version="1.0" encoding="{encoding}"?><rss version="2.0">'
+    parts = [f"{head}<channel><title>{escape(title)}</title>"]
     for guid, item_title, published in items:
         date = f"<pubDate>{format_datetime(published)}</pubDate>" if published else ""
         parts.append(

@@ -22,7 +22,7 @@ from app.kit.safe_http import (
     is_public_address,
     literal_host_problem,
 )
-from tests.upstream import Upstream, big_body, endless, gzip_bomb, respond, slow, upstream  # noqa: F401
+from tests.upstream import Upstream, big_body, endless, gzip_bomb, respond, slow
 
 
 def run(coro_factory: Callable[[SafeHttp], Awaitable[Any]], **options: Any) -> Any:
