@@ -4,12 +4,20 @@ the dict builders that fill them from rows."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PlainSerializer, WithJsonSchema
 
 from app.feeds.specs import CuratedFeedConfig, SourceSpec
+from app.kit.time import iso
 from app.models import Feed, FeedItem, Source
+
+# Every /v1 timestamp is written alike: UTC, six fractional digits, `Z`.
+Timestamp = Annotated[
+    datetime,
+    PlainSerializer(iso, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
 
 
 class ErrorOut(BaseModel):
@@ -23,13 +31,13 @@ class SourceWire(BaseModel):
     display: str
     meta: dict[str, str] = {}
     field_map: dict[str, str] = {}
-    last_event_at: datetime | None = None
-    created_at: datetime | None = None
+    last_event_at: Timestamp | None = None
+    created_at: Timestamp | None = None
     # Polling state, beyond openmagpie's fields: the last error of this source and its backoff.
-    last_polled_at: datetime | None = None
+    last_polled_at: Timestamp | None = None
     last_error: str | None = None
     consecutive_failures: int = 0
-    retry_at: datetime | None = None
+    retry_at: Timestamp | None = None
 
 
 class FeedWire(BaseModel):
@@ -40,9 +48,9 @@ class FeedWire(BaseModel):
     poll_interval_seconds: int
     user_id: str
     data: CuratedFeedConfig
-    created_at: datetime | None = None
-    last_polled_at: datetime | None = None
-    next_poll_at: datetime | None = None
+    created_at: Timestamp | None = None
+    last_polled_at: Timestamp | None = None
+    next_poll_at: Timestamp | None = None
     # Beyond openmagpie's fields: what went wrong in the last poll, and how many polls in a row did.
     last_error: str | None = None
     consecutive_failures: int = 0
@@ -89,7 +97,7 @@ class BasePayload(BaseModel):
     source: str = ""
     title: str = ""
     url: str = ""
-    occurred_at: datetime | None = None
+    occurred_at: Timestamp | None = None
 
 
 class RssEntryPayload(BasePayload):
@@ -121,7 +129,7 @@ class FeedItemWire(BaseModel):
     id: str
     source_kind: str
     external_id: str
-    occurred_at: datetime | None = None
+    occurred_at: Timestamp | None = None
     source_label: str = ""
     data: RssEntryPayload | NewPostPayload | BoardFeedPayload | BoardCommentPayload | BasePayload
 
