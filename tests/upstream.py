@@ -25,6 +25,7 @@ class Seen:
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
+    body: bytes = b""
 
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
@@ -151,16 +152,9 @@ def _server(upstream_ref: list[Upstream]) -> type[BaseHTTPRequestHandler]:
             upstream = upstream_ref[0]
             parts = urlsplit(self.path)
             length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
-            upstream.seen.append(
-                Seen(
-                    self.command,
-                    parts.path,
-                    parse_qs(parts.query),
-                    {k.lower(): v for k, v in self.headers.items()},
-                )
-            )
+            body = self.rfile.read(length) if length else b""
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            upstream.seen.append(Seen(self.command, parts.path, parse_qs(parts.query), headers, body))
             handler = upstream.routes.get(parts.path)
             if handler is None:
                 respond(b"not here", 404, {"Content-Type": "text/plain"})(self)
