@@ -21,14 +21,21 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.db import transaction
 from app.feeds.connectors import CONNECTORS
-from app.feeds.connectors.base import Connector, ConnectorError, FetchContext, HostRateLimits, SourceJob
+from app.feeds.connectors.base import (
+    Connector,
+    ConnectorError,
+    FetchContext,
+    HostRateLimits,
+    RequestGates,
+    SourceJob,
+)
 from app.feeds.poll_queue import (
     ClaimedFeed,
     FeedPollResult,
     SourceOutcome,
     claim_due_feeds,
     prune_all,
-    record_poll,
+    record_polls,
     release_lease,
 )
 from app.kit.safe_http import SafeHttp
@@ -46,7 +53,7 @@ def make_http(settings: Settings) -> SafeHttp:
         max_bytes=settings.feed_fetch_max_bytes,
         timeout=settings.feed_fetch_timeout,
         user_agent=f"tidings feed reader (+{settings.base_url})",
-        max_connections=max(settings.feed_poll_concurrency, 1) * 2,
+        max_connections=max(settings.feed_poll_concurrency, 1),
     )
 
 
@@ -72,8 +79,7 @@ class FeedPoller:
         self.rate_limits = HostRateLimits()
         self.in_flight: set[asyncio.Task[None]] = set()
         self._db_lock: asyncio.Lock | None = None
-        self._fetch_gate: asyncio.Semaphore | None = None
-        self._host_gates: dict[str, asyncio.Semaphore] = {}
+        self._gates: RequestGates | None = None
         self._pending: list[FeedPollResult] = []
         self.polled = 0
         self.items_added = 0
@@ -87,16 +93,10 @@ class FeedPoller:
         return self._db_lock
 
     @property
-    def fetch_gate(self) -> asyncio.Semaphore:
-        if self._fetch_gate is None:
-            self._fetch_gate = asyncio.Semaphore(self.concurrency)
-        return self._fetch_gate
-
-    def host_gate(self, host: str) -> asyncio.Semaphore:
-        gate = self._host_gates.get(host)
-        if gate is None:
-            gate = self._host_gates[host] = asyncio.Semaphore(self.per_host)
-        return gate
+    def gates(self) -> RequestGates:
+        if self._gates is None:
+            self._gates = RequestGates(self.concurrency, self.per_host)
+        return self._gates
 
     async def _db(self, work: Callable[[Session], Any]) -> Any:
         def run() -> Any:
@@ -178,13 +178,14 @@ class FeedPoller:
         if connector is None:
             return SourceOutcome(job, error=ConnectorError(f"no connector for source kind {job.kind!r}"))
         context = FetchContext(
-            http=self.http, settings=self.settings, run_cpu=self._run_cpu, rate_limits=self.rate_limits
+            http=self.http,
+            settings=self.settings,
+            run_cpu=self._run_cpu,
+            gates=self.gates,
+            rate_limits=self.rate_limits,
         )
         try:
-            host = connector.host(job.spec, self.settings)
-            # The host first: a poll queued behind a busy host holds none of the process-wide slots.
-            async with self.host_gate(host), self.fetch_gate:
-                fetched = await connector.fetch(job, context)
+            fetched = await connector.fetch(job, context)
         except ConnectorError as exc:
             return SourceOutcome(job, error=exc)
         except asyncio.CancelledError:
@@ -229,9 +230,8 @@ class FeedPoller:
 
     def _record_batch(self, batch: list[FeedPollResult], now: datetime) -> int:
         with transaction(self.session_factory) as session:
-            added = 0
+            added = record_polls(session, batch, now)
             for result in batch:
-                added += record_poll(session, result, now)
                 errors = [o for o in result.outcomes if o.error is not None]
                 if errors:
                     log.info(

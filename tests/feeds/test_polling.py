@@ -200,7 +200,7 @@ def test_undated_entries_count_from_the_second_poll(
 def test_the_items_cursor(client: TestClient, api_user: ApiUser, upstream: Upstream, poll: Poll) -> None:
     now = utcnow()
     upstream.serve(
-        "/feed.xml", rss([(f"i{n}", f"Item {n}", now + timedelta(seconds=n + 1)) for n in range(7)])
+        "/feed.xml", rss([(f"i{n}", f"Item {n}", now + timedelta(minutes=1, seconds=n)) for n in range(7)])
     )
     feed = make_feed(client, api_user.headers, [rss_source(upstream)])
     poll(at=later(2))

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 
-from app.config import Settings
 from app.feeds.connectors.base import (
     MAX_ITEMS_PER_POLL,
     ConnectorError,
@@ -108,10 +106,6 @@ class BoardConnector:
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-
-    def host(self, spec: Mapping[str, Any], settings: Settings) -> str:
-        parts = urlsplit(settings.hn_api_url)
-        return f"{parts.hostname}:{parts.port or ''}"
 
     def params(self, spec: Mapping[str, Any], since_epoch: int) -> dict[str, str | int]:
         tags = (

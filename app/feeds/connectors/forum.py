@@ -114,14 +114,10 @@ def parse_listing(body: bytes) -> tuple[list[Mapping[str, Any]], str | None]:
 class ForumConnector:
     kind = "forum_community"
 
-    def host(self, spec: Mapping[str, Any], settings: Settings) -> str:
-        parts = urlsplit(settings.reddit_url)
-        return f"{parts.hostname}:{parts.port or ''}"
-
     async def fetch(self, job: SourceJob, ctx: FetchContext) -> Fetched:
         site = ctx.settings.reddit_url.rstrip("/")
         url = f"{site}/r/{job.spec['community']}/new.json"
-        host = self.host(job.spec, ctx.settings)
+        host = urlsplit(site).netloc
         headers = {"User-Agent": user_agent(ctx.settings), "Accept": "application/json"}
         seen: dict[str, Observation] = {}
         after: str | None = None
