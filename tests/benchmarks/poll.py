@@ -15,8 +15,8 @@ What it does:
      and Tidings' own parse step (fastfeedparser plus decoding and payload building).
   4. Makes one user and 1,000 feeds of one RSS source each, whose last_event_at lies before every
      item (a backfill, so every item is new), then runs the poller once until nothing is due: fetch
-     through the SSRF-safe client, parse off the event loop, store. All feeds are on one host, so the
-     per-host cap is raised to the process-wide one (the printed settings say so).
+     through the SSRF-safe client, parse off the event loop, store, with the default caps (32 requests
+     in flight, 4 to one host: all the documents are on one host). `--per-host` changes that cap.
   5. Prints one JSON line with the figures on stdout; progress goes to stderr.
 
 Needs a PostgreSQL server (default 127.0.0.1:5432, user postgres, trust auth).
