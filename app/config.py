@@ -54,6 +54,15 @@ class Settings(BaseSettings):
     send_concurrency: int = 8
     # How long a worker's claim on `sending` rows lasts before another worker may take them back.
     send_lease_seconds: int = 300
+    # Feed polling, per worker process: feeds polled at once, requests at once to one host, the time
+    # and size caps of one fetch, and how long a worker's claim on a feed lasts.
+    feed_poll_concurrency: int = 32
+    feed_poll_per_host: int = 4
+    feed_fetch_timeout: float = 30.0
+    feed_fetch_max_bytes: int = 5 * 1024 * 1024
+    feed_lease_seconds: int = 300
+    # Where anonymous usage events go once someone opts in (`PUT /v1/telemetry`); empty: nowhere.
+    telemetry_url: str = ""
 
     @cached_property
     def resolved_secret_key(self) -> str:

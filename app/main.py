@@ -22,6 +22,7 @@ from app.db import (
     make_session_factory,
     make_write_session_factory,
 )
+from app.feeds.router import feed_routers
 from app.health import health_router
 from app.identity.dependencies import rate_headers
 from app.identity.token_lookup import CachedTokenLookup, PostgresTokenLookup, SessionTokenLookup, TokenLookup
@@ -149,6 +150,8 @@ def create_app(
     app.add_middleware(RequestIds)
     # Each feature's routes go straight into the app: a router of routers costs a match per level.
     for router in mail_routers:
+        app.include_router(router)
+    for router in feed_routers:
         app.include_router(router)
     install_openapi_routes(app)
     return app

@@ -12,6 +12,10 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from pydantic import BaseModel
 
+from app.feeds import specs as feed_specs
+from app.feeds.router import feed_routers
+from app.feeds.wire import ErrorOut as FeedErrorOut
+from app.feeds.wire import TelemetryInput
 from app.mail import automations, campaigns, contacts, lists
 from app.mail.router import mail_router
 from app.mail.schemas import ErrorOut
@@ -161,11 +165,122 @@ def mail_openapi() -> dict[str, Any]:
     return document
 
 
+FEEDS_API_VERSION = "1.0.0"
+FEEDS_DESCRIPTION = """\
+Feeds collect items from their sources (RSS and Atom documents, Hacker News stories and comments, a
+Reddit community's new posts) on an interval; this is openmagpie's `/v1` feed API.
+
+Authenticate with `Authorization: Bearer <token>` (a personal access token from `tidings tokens create`).
+Errors are `{"error": "<code>", "detail": ...}`: 400 `validation_error` (detail maps each invalid field,
+as `sources[0].spec.query`, to its messages), 401 `not_authenticated`, 404 `not_found`, 409 conflicts.
+Write routes take `?dry_run=true` (1, true, yes, on): everything is validated, nothing is stored, and the
+answer is 200. Lists take `?limit=` (default 50, at most 200) and `?after=`; ids are ULIDs, newest first,
+and `next_cursor` is null on a page that is not full. A trailing slash on any path is optional.
+"""
+FEED_BODIES: dict[tuple[str, str], Any] = {
+    ("post", "/v1/feeds"): feed_specs.FeedInput,
+    ("put", "/v1/feeds/{feed_id}"): feed_specs.FeedInput,
+    ("patch", "/v1/feeds/{feed_id}"): feed_specs.FeedPatch,
+    ("post", "/v1/feeds/{feed_id}/sources"): feed_specs.SourceSetPayload,
+    ("put", "/v1/feeds/{feed_id}/sources"): feed_specs.SourceSetPayload,
+    ("put", "/v1/telemetry"): TelemetryInput,
+}
+DRY_RUN = {
+    "name": "dry_run",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "boolean"},
+    "description": "Validate only: store nothing (1, true, yes, on)",
+}
+CURSOR_PARAMETERS = [
+    {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50},
+    },
+    {
+        "name": "after",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": "The previous page's next_cursor",
+    },
+]
+LISTS = ("/v1/feeds", "/v1/feeds/{feed_id}/items")
+
+
+def _feed_inputs(document: dict[str, Any]) -> None:
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for (method, path), model in FEED_BODIES.items():
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+        ref: dict[str, Any] = {"$ref": f"#/components/schemas/{model.__name__}"}
+        if model is feed_specs.SourceSetPayload:
+            bare = {"type": "array", "items": {"$ref": "#/components/schemas/SourceInput"}}
+            ref = {"oneOf": [ref, bare]}
+        document["paths"][path][method]["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": ref}},
+        }
+    error_ref = {"$ref": "#/components/schemas/FeedError"}
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            parameters = operation.setdefault("parameters", [])
+            if method in ("post", "put", "patch", "delete") and path != "/v1/telemetry":
+                parameters.append(DRY_RUN)
+            if method == "get" and path in LISTS:
+                parameters.extend(CURSOR_PARAMETERS)
+            if not parameters:
+                del operation["parameters"]
+            responses = operation.setdefault("responses", {})
+            responses.pop("422", None)
+            responses.setdefault(
+                "401",
+                {
+                    "description": "Missing or invalid credentials (`not_authenticated`)",
+                    "content": {"application/json": {"schema": error_ref}},
+                },
+            )
+            for response in responses.values():
+                schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+                if schema.get("$ref", "").endswith("/ErrorOut"):
+                    schema["$ref"] = "#/components/schemas/FeedError"
+
+
+@cache
+def feeds_openapi() -> dict[str, Any]:
+    routes = [route for router in feed_routers for route in router.routes]
+    document = get_openapi(
+        title="Tidings feeds API (openmagpie-compatible)",
+        version=FEEDS_API_VERSION,
+        description=FEEDS_DESCRIPTION,
+        routes=routes,
+    )
+    components = document.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
+    schemas.pop("ErrorOut", None)
+    schemas["FeedError"] = FeedErrorOut.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas["FeedError"]["title"] = "FeedError"
+    components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
+    document["security"] = [{"bearerAuth": []}]
+    _feed_inputs(document)
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    return document
+
+
+@cache
+def feeds_openapi_yaml_text() -> str:
+    return to_yaml(feeds_openapi())
+
+
 def to_yaml(document: dict[str, Any]) -> str:
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
 
 
-DOCUMENTS = {"mail.yaml": mail_openapi}
+DOCUMENTS = {"mail.yaml": mail_openapi, "feeds.yaml": feeds_openapi}
 
 
 def write_documents(directory: Path = OPENAPI_DIR) -> list[Path]:
@@ -192,3 +307,7 @@ def install_openapi_routes(app: FastAPI) -> None:
     @app.get("/openapi.yaml", include_in_schema=False)
     def mail_openapi_yaml() -> Response:
         return Response(mail_openapi_yaml_text(), media_type="application/yaml")
+
+    @app.get("/v1/openapi.yaml", include_in_schema=False)
+    def feeds_openapi_yaml() -> Response:
+        return Response(feeds_openapi_yaml_text(), media_type="application/yaml")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
+from app.feeds.jobs import FeedJobs
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import Transport, describe_transport, make_transport
 from app.mail.sending.worker import SendConfig, SendWorker
@@ -39,6 +40,7 @@ class Scheduler:
         self.settings = settings
         self.session_factory = session_factory
         self.transport: Transport | None = None
+        self.feed_jobs: FeedJobs | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     def send_worker(self) -> SendWorker:
@@ -69,7 +71,12 @@ class Scheduler:
             await asyncio.to_thread(worker.release_leases)
             return 0  # never a reason to run again at once
 
+        if self.feed_jobs is None:
+            self.feed_jobs = FeedJobs(self.settings, self.session_factory)
+        feed_jobs = [Job(name, interval, run) for name, interval, run in self.feed_jobs.jobs()]
+
         return [
+            *feed_jobs,
             Job("campaign fan-out", 1.0, fan_out),
             Job("send lease sweep", 15.0, release_leases),
             *[Job(f"send lane {n}", 0.5, worker.run_once) for n in range(SEND_LANES)],
@@ -86,6 +93,9 @@ class Scheduler:
         self._tasks.clear()
         if self.transport is not None:
             await self.transport.close()
+        if self.feed_jobs is not None:
+            await self.feed_jobs.aclose()
+            self.feed_jobs = None
 
     async def _loop(self, job: Job) -> None:
         while True:

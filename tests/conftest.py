@@ -22,6 +22,9 @@ from app.main import create_app
 from app.migrate import upgrade_to_head
 from tests.smtp_sink import smtp_sink  # noqa: F401 (a fixture every test folder may use)
 
+# The loopback upstream server fixture (`upstream`) of the feed and outbound-HTTP tests.
+pytest_plugins = ("tests.upstream",)
+
 
 def _database_url(tmp_dir: Path) -> str:
     return os.environ.get("TIDINGS_TEST_DATABASE_URL") or f"sqlite:///{tmp_dir / 'test.db'}"

@@ -4,13 +4,17 @@ from app.models.automations import TRIGGER_TYPES, Automation, AutomationItem, Au
 from app.models.base import Base
 from app.models.campaigns import DELIVERABLE_STATES, Campaign, CampaignList, Deliverable
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
+from app.models.feeds import FEED_KINDS, SOURCE_KINDS, Feed, FeedItem, Source
 from app.models.forms import Form, FormList
 from app.models.identity import PLANS, Account, PersonalToken, User
 from app.models.lists import ContactList
+from app.models.telemetry import TelemetrySetting
 
 __all__ = [
     "DELIVERABLE_STATES",
+    "FEED_KINDS",
     "PLANS",
+    "SOURCE_KINDS",
     "TRIGGER_TYPES",
     "Account",
     "Automation",
@@ -24,9 +28,13 @@ __all__ = [
     "ContactFieldValue",
     "ContactList",
     "Deliverable",
+    "Feed",
+    "FeedItem",
     "Form",
     "FormList",
     "ListMembership",
     "PersonalToken",
+    "Source",
+    "TelemetrySetting",
     "User",
 ]

@@ -1,0 +1,1 @@
+"""Feeds under /v1 (openmagpie-compatible): feeds, sources, items, telemetry, connectors, polling."""

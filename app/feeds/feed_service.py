@@ -1,0 +1,240 @@
+"""The rules of feeds: listing, reading, creating, editing, pausing and deleting, each with a dry run
+that validates everything and stores nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from app.feeds.input import Cursor
+from app.feeds.source_service import (
+    SourceSetCounts,
+    check_sources,
+    feed_sources,
+    preview_set,
+    preview_wire,
+    replace_sources,
+    unique_inputs,
+)
+from app.feeds.specs import FeedInput, SourceInput
+from app.feeds.wire import feed_view, feed_wire, source_wire
+from app.identity.principal import Principal
+from app.kit.errors import Conflict, NotFound
+from app.kit.ids import new_ulid, normalize_ulid
+from app.models import Feed
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"items": self.items, "next_cursor": self.next_cursor}
+
+
+def list_feeds(session: Session, account_id: int, cursor: Cursor) -> Page:
+    """The account's feeds, newest first, `cursor.limit` at a time."""
+    query = select(Feed).where(Feed.account_id == account_id)
+    if cursor.after is not None:
+        query = query.where(Feed.id < cursor.after)
+    rows = list(session.scalars(query.order_by(Feed.id.desc()).limit(cursor.limit)))
+    next_cursor = rows[-1].id if len(rows) == cursor.limit else None
+    return Page([feed_wire(feed) for feed in rows], next_cursor)
+
+
+def find_feed(session: Session, account_id: int, feed_id: str, *, lock: bool = False) -> Feed:
+    """The account's feed, or 404 (another account's feed is indistinguishable from none)."""
+    canonical = normalize_ulid(feed_id)
+    if canonical is None:
+        raise NotFound(f"No feed {feed_id}.")
+    query = select(Feed).where(Feed.id == canonical, Feed.account_id == account_id)
+    if lock:
+        query = query.with_for_update()
+    feed = session.scalars(query).first()
+    if feed is None:
+        raise NotFound(f"No feed {feed_id}.")
+    return feed
+
+
+def read_feed(session: Session, account_id: int, feed_id: str) -> dict[str, Any]:
+    feed = find_feed(session, account_id, feed_id)
+    return feed_view(feed, feed_sources(session, feed.id))
+
+
+def _settings_of(body: FeedInput) -> dict[str, Any]:
+    return {
+        "name": body.name,
+        "kind": body.kind,
+        "is_active": body.is_active,
+        "poll_interval_seconds": body.poll_interval_seconds,
+        "retention_days": body.data.retention_days,
+        "default_field_map": dict(body.data.default_field_map),
+    }
+
+
+def create_feed(
+    session: Session,
+    principal: Principal,
+    body: FeedInput,
+    *,
+    dry_run: bool,
+    allow_private: bool,
+    now: datetime,
+) -> dict[str, Any]:
+    inputs = body.sources or []
+    check_sources(inputs, allow_private=allow_private)
+    if dry_run:
+        previews = [preview_wire(item, now) for item in unique_inputs(inputs).values()]
+        return {
+            "id": None,
+            "name": body.name,
+            "kind": body.kind,
+            "is_active": body.is_active,
+            "poll_interval_seconds": body.poll_interval_seconds,
+            "user_id": str(principal.user.id),
+            "data": body.data.model_dump(),
+            "created_at": None,
+            "last_polled_at": None,
+            "next_poll_at": None,
+            "last_error": None,
+            "consecutive_failures": 0,
+            "source_count": len(previews),
+            "sources": previews,
+            "summary": {},
+            "dry_run": True,
+        }
+    feed = Feed(
+        id=new_ulid(),
+        account_id=principal.account.id,
+        user_id=principal.user.id,
+        **_settings_of(body),
+        # A new active feed is due at once: its first poll primes the sources (live mode from now).
+        next_poll_at=now if body.is_active else None,
+        consecutive_failures=0,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(feed)
+    session.flush()
+    if inputs:
+        replace_sources(session, feed, inputs, dry_run=False, now=now)
+    return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": False}
+
+
+def _next_poll(feed: Feed, now: datetime) -> datetime | None:
+    """When an edited or resumed feed is due: by its interval from its last poll, never in the past;
+    a feed backing off after failures keeps its later time."""
+    if not feed.is_active:
+        return None
+    if feed.consecutive_failures and feed.next_poll_at is not None and feed.next_poll_at > now:
+        return feed.next_poll_at
+    if feed.last_polled_at is None:
+        return now
+    return max(now, feed.last_polled_at + timedelta(seconds=feed.poll_interval_seconds))
+
+
+def edit_feed(
+    session: Session,
+    principal: Principal,
+    feed_id: str,
+    body: FeedInput,
+    *,
+    dry_run: bool,
+    allow_private: bool,
+    now: datetime,
+) -> dict[str, Any]:
+    feed = find_feed(session, principal.account.id, feed_id, lock=not dry_run)
+    if body.kind != feed.kind:
+        raise Conflict(f"A feed's kind cannot change (it is {feed.kind!r}).", code="kind_immutable")
+    if body.sources is not None:
+        check_sources(body.sources, allow_private=allow_private)
+    existing = feed_sources(session, feed.id)
+    settings = _settings_of(body)
+    if dry_run:
+        wire = feed_wire(feed)
+        wire.update(
+            name=body.name,
+            is_active=body.is_active,
+            poll_interval_seconds=body.poll_interval_seconds,
+            data=body.data.model_dump(),
+        )
+        sources = (
+            [source_wire(source) for source in existing]
+            if body.sources is None
+            else preview_set(existing, body.sources, now)
+        )
+        return {**wire, "source_count": len(sources), "sources": sources, "summary": {}, "dry_run": True}
+    for name, value in settings.items():
+        setattr(feed, name, value)
+    counts = (
+        replace_sources(session, feed, body.sources, dry_run=False, now=now)
+        if body.sources is not None
+        else None
+    )
+    feed.next_poll_at = now if feed.is_active and counts and counts.added else _next_poll(feed, now)
+    feed.updated_at = now
+    session.flush()
+    return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": False}
+
+
+def set_active(
+    session: Session, principal: Principal, feed_id: str, is_active: bool, *, dry_run: bool, now: datetime
+) -> dict[str, Any]:
+    feed = find_feed(session, principal.account.id, feed_id, lock=not dry_run)
+    sources = feed_sources(session, feed.id)
+    if dry_run:
+        wire = feed_wire(feed)
+        wire["is_active"] = is_active
+        return {**wire, **_view_tail(sources), "dry_run": True}
+    if feed.is_active != is_active:
+        feed.is_active = is_active
+        feed.next_poll_at = _next_poll(feed, now)
+        feed.updated_at = now
+        session.flush()
+    return {**feed_view(feed, sources), "dry_run": False}
+
+
+def _view_tail(sources: list[Any]) -> dict[str, Any]:
+    return {"source_count": len(sources), "sources": [source_wire(s) for s in sources], "summary": {}}
+
+
+def delete_feed(
+    session: Session, principal: Principal, feed_id: str, *, dry_run: bool
+) -> dict[str, Any] | None:
+    """Deletes the feed with its sources and items; a dry run returns what would be deleted."""
+    feed = find_feed(session, principal.account.id, feed_id)
+    if dry_run:
+        return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": True}
+    session.execute(delete(Feed).where(Feed.id == feed.id))
+    return None
+
+
+def set_feed_sources(
+    session: Session,
+    principal: Principal,
+    feed_id: str,
+    inputs: list[SourceInput],
+    *,
+    dry_run: bool,
+    allow_private: bool,
+    now: datetime,
+) -> SourceSetCounts:
+    # The row lock serialises two replacements of one feed's set: each diffs against the other's result.
+    feed = find_feed(session, principal.account.id, feed_id, lock=not dry_run)
+    check_sources(inputs, allow_private=allow_private)
+    counts = replace_sources(session, feed, inputs, dry_run=dry_run, now=now)
+    if not dry_run and counts.added and feed.is_active:
+        # New sources (a backfill, say) are fetched at once rather than at the next interval.
+        feed.next_poll_at = min(feed.next_poll_at or now, now)
+        session.flush()
+    return counts
+
+
+def list_sources(session: Session, account_id: int, feed_id: str) -> dict[str, Any]:
+    feed = find_feed(session, account_id, feed_id)
+    return {"version": "v1", "sources": [source_wire(s) for s in feed_sources(session, feed.id)]}

@@ -1,0 +1,151 @@
+"""Reading /v1 input: JSON bodies validated into the spec models, with every invalid field named
+(400 `validation_error`, detail `{path: [messages]}` with openmagpie's paths such as
+`sources[0].spec.query`), and the shared query parameters (`dry_run`, `limit`, `after`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+import orjson
+from fastapi import Depends, Request
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from app.kit.errors import DomainError
+from app.kit.ids import normalize_ulid
+from app.models import SOURCE_KINDS
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+TRUE_WORDS = ("1", "true", "yes", "on")
+
+
+def invalid(errors: dict[str, list[str]], message: str = "The request is invalid.") -> DomainError:
+    return DomainError(400, message, code="validation_error", errors=errors)
+
+
+def loc_path(loc: tuple[int | str, ...]) -> str:
+    """`('sources', 0, 'spec', 'board_comment', 'query')` -> `sources[0].spec.query`: list indexes in
+    brackets, and the union member pydantic adds after a discriminated `spec` left out."""
+    parts: list[str] = []
+    previous: int | str | None = None
+    for segment in loc:
+        if isinstance(segment, int):
+            parts.append(f"[{segment}]")
+        elif (previous == "spec" and segment in SOURCE_KINDS) or (
+            isinstance(segment, str) and segment.startswith("function-")
+        ):
+            pass
+        else:
+            parts.append(segment if not parts else f".{segment}")
+        previous = segment
+    return "".join(parts) or "body"
+
+
+def _message(detail: ErrorDetails) -> str:
+    kind = detail["type"]
+    if kind == "missing":
+        return "This field is required."
+    if kind == "union_tag_not_found":
+        return f"A source spec needs a `kind`: one of {', '.join(SOURCE_KINDS)}."
+    if kind == "union_tag_invalid":
+        found = (detail.get("ctx") or {}).get("tag", "")
+        return f"Unknown source kind {found!r}: use one of {', '.join(SOURCE_KINDS)}."
+    message = detail["msg"]
+    # Custom errors are phrased as predicates ("must not be blank"): make them sentences.
+    if message[:1].islower():
+        message = message[0].upper() + message[1:]
+    return message if message.endswith(".") else message + "."
+
+
+def field_errors(exc: ValidationError, prefix: str = "") -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for detail in exc.errors(include_url=False):
+        path = loc_path(tuple(detail["loc"]))
+        if prefix:
+            path = prefix if path == "body" else f"{prefix}{'' if path.startswith('[') else '.'}{path}"
+        bucket = errors.setdefault(path, [])
+        message = _message(detail)
+        if message not in bucket:
+            bucket.append(message)
+    return errors
+
+
+def _paths_with_nul(value: Any, path: str = "") -> list[str]:
+    if isinstance(value, str):
+        return [path or "body"] if "\x00" in value else []
+    if isinstance(value, dict):
+        return [
+            found
+            for key, item in value.items()
+            for found in _paths_with_nul(item, f"{path}.{key}" if path else str(key))
+        ]
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in _paths_with_nul(item, f"{path}[{i}]")]
+    return []
+
+
+def validate(model: type[ModelT], data: Any) -> ModelT:
+    """`data` as `model`, or 400 naming each invalid field."""
+    with_nul = _paths_with_nul(data)
+    if with_nul:
+        raise invalid({path: ["Text must not contain NUL characters."] for path in with_nul})
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise invalid(field_errors(exc)) from exc
+
+
+async def read_json(request: Request) -> Any:
+    """The request body as JSON (any JSON value), or 400 with `body` named."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
+        raise invalid({"body": [f"Unsupported content type {content_type!r}: send application/json."]})
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        raise invalid({"body": [f"The body is larger than {MAX_BODY_BYTES} bytes."]})
+    if not body.strip():
+        raise invalid({"body": ["A JSON body is required."]})
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise invalid({"body": ["The body is not valid JSON."]}) from exc
+
+
+JsonBody = Annotated[Any, Depends(read_json)]
+
+
+def is_dry_run(request: Request) -> bool:
+    """`?dry_run=` is true for 1, true, yes and on (any case); anything else, or absent, is false."""
+    return request.query_params.get("dry_run", "").strip().lower() in TRUE_WORDS
+
+
+DryRun = Annotated[bool, Depends(is_dry_run)]
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    limit: int
+    after: str | None
+
+
+def read_cursor(request: Request) -> Cursor:
+    """`?limit=` (default 50, at most 200; a value that is not a positive integer means the default)
+    and `?after=` (an id from `next_cursor`; anything that is not an id is 400)."""
+    raw_limit = request.query_params.get("limit", "").strip()
+    limit = int(raw_limit) if raw_limit.isdigit() and len(raw_limit) < 10 else DEFAULT_LIMIT
+    limit = min(limit, MAX_LIMIT) if limit >= 1 else DEFAULT_LIMIT
+    raw_after = request.query_params.get("after")
+    after = None
+    if raw_after:
+        after = normalize_ulid(raw_after.strip())
+        if after is None:
+            raise invalid({"after": ["Must be an id from a previous page's next_cursor."]})
+    return Cursor(limit=limit, after=after)
+
+
+PageCursor = Annotated[Cursor, Depends(read_cursor)]

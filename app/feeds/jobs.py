@@ -1,0 +1,66 @@
+"""The feed domain's background jobs, registered by app/scheduler.py: polling, retention, telemetry."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import transaction
+from app.feeds.poller import FeedPoller
+from app.feeds.telemetry import heartbeat_due, mark_sent, telemetry_event
+from app.kit.safe_http import OutboundError
+from app.kit.time import utcnow
+
+log = logging.getLogger("tidings.feeds.jobs")
+
+TELEMETRY_EVERY = timedelta(days=1)
+
+
+class FeedJobs:
+    """The jobs and what they share (one poller, hence one HTTP client, per process)."""
+
+    def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
+        self.settings = settings
+        self.session_factory = session_factory
+        self.poller = FeedPoller(settings, session_factory)
+
+    def jobs(self) -> list[tuple[str, float, Callable[[], Awaitable[int]]]]:
+        return [
+            ("feed polling", 1.0, self.poller.run_once),
+            ("feed retention", 3600.0, self.prune),
+            ("telemetry", 3600.0, self.send_telemetry),
+        ]
+
+    async def prune(self) -> int:
+        pruned = await self.poller.prune()
+        if pruned:
+            log.info("pruned %d feed items past their feed's retention", pruned)
+        return 0  # never a reason to run again at once
+
+    async def send_telemetry(self) -> int:
+        """At most one event a day, only while someone opted in and a destination is configured."""
+        if not self.settings.telemetry_url:
+            return 0
+        now = utcnow()
+        with transaction(self.session_factory, write=False) as session:
+            event = telemetry_event(session) if heartbeat_due(session, now, TELEMETRY_EVERY) else None
+        if event is None:
+            return 0
+        try:
+            response = await self.poller.http.request(
+                "POST", self.settings.telemetry_url, json=event, timeout=30
+            )
+        except OutboundError as exc:
+            log.info("telemetry event not sent: %s", exc)
+            return 0
+        if 200 <= response.status_code < 300:
+            with transaction(self.session_factory) as session:
+                mark_sent(session, now)
+        return 0
+
+    async def aclose(self) -> None:
+        await self.poller.aclose()

@@ -1,0 +1,151 @@
+"""A feed's sources: checking them, and replacing a feed's set by diff.
+
+A source's identity within its feed is its spec (hashed canonically), so replacing a set keeps every
+source whose spec is in both sets (its id, watermark and polling state with it), adds the new ones and
+removes the rest. A kept source takes the new `meta` and `field_map`; its `last_event_at` is its
+watermark and is not reset by a re-import.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from app.feeds.input import invalid
+from app.feeds.specs import SourceInput, spec_hash
+from app.feeds.wire import source_wire
+from app.kit.ids import new_ulid
+from app.kit.safe_http import literal_host_problem
+from app.models import Feed, Source
+
+log = logging.getLogger("tidings.feeds")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSetCounts:
+    added: int
+    removed: int
+    persisted: int
+    source_count: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "added": self.added,
+            "removed": self.removed,
+            "persisted": self.persisted,
+            "source_count": self.source_count,
+        }
+
+
+def check_sources(inputs: list[SourceInput], *, allow_private: bool, prefix: str = "sources") -> None:
+    """Refuse, before anything is stored, an RSS URL that names a non-public address (a literal IP or
+    localhost); names that only resolve to one are refused when fetched."""
+    errors: dict[str, list[str]] = {}
+    for index, item in enumerate(inputs):
+        url = getattr(item.spec, "url", None)
+        if url is None:
+            continue
+        problem = literal_host_problem(url, allow_private=allow_private)
+        if problem is not None:
+            errors[f"{prefix}[{index}].spec.url"] = [f"The URL {problem}."]
+    if errors:
+        raise invalid(errors)
+
+
+def unique_inputs(inputs: list[SourceInput]) -> dict[str, SourceInput]:
+    """By spec hash, in order; a repeated spec keeps its first occurrence."""
+    by_hash: dict[str, SourceInput] = {}
+    for item in inputs:
+        key = spec_hash(item.spec)
+        if key in by_hash:
+            log.info("duplicate source %r in one set: the first occurrence is kept", item.spec.display())
+            continue
+        by_hash[key] = item
+    return by_hash
+
+
+def new_source(feed_id: str, account_id: int, key: str, item: SourceInput, now: datetime) -> Source:
+    start = item.last_event_at or now
+    return Source(
+        id=new_ulid(),
+        account_id=account_id,
+        feed_id=feed_id,
+        kind=item.spec.kind,
+        spec=item.spec.model_dump(mode="json"),
+        spec_hash=key,
+        display=item.spec.display(),
+        meta=dict(item.meta),
+        field_map=dict(item.field_map),
+        start_at=start,
+        last_event_at=start,
+        consecutive_failures=0,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def preview_wire(item: SourceInput, now: datetime) -> dict[str, Any]:
+    """What a source that a dry run would add looks like (no id yet)."""
+    return {
+        "id": "",
+        "spec": item.spec.model_dump(mode="json"),
+        "display": item.spec.display(),
+        "meta": dict(item.meta),
+        "field_map": dict(item.field_map),
+        "last_event_at": item.last_event_at or now,
+        "created_at": None,
+        "last_polled_at": None,
+        "last_error": None,
+        "consecutive_failures": 0,
+        "retry_at": None,
+    }
+
+
+def feed_sources(session: Session, feed_id: str) -> list[Source]:
+    return list(session.scalars(select(Source).where(Source.feed_id == feed_id).order_by(Source.id)))
+
+
+def preview_set(existing: list[Source], inputs: list[SourceInput], now: datetime) -> list[dict[str, Any]]:
+    """The source wires a replacement would leave, computed without changing anything."""
+    by_hash = {source.spec_hash: source for source in existing}
+    kept: list[dict[str, Any]] = []
+    added: list[dict[str, Any]] = []
+    for key, item in unique_inputs(inputs).items():
+        source = by_hash.get(key)
+        if source is None:
+            added.append(preview_wire(item, now))
+        else:
+            kept.append({**source_wire(source), "meta": dict(item.meta), "field_map": dict(item.field_map)})
+    kept.sort(key=lambda wire: str(wire["id"]))
+    return kept + added
+
+
+def replace_sources(
+    session: Session, feed: Feed, inputs: list[SourceInput], *, dry_run: bool, now: datetime
+) -> SourceSetCounts:
+    """Make the feed's sources `inputs`, by diff. The caller holds the feed row locked."""
+    wanted = unique_inputs(inputs)
+    existing = {source.spec_hash: source for source in feed_sources(session, feed.id)}
+    added = [key for key in wanted if key not in existing]
+    removed = [source.id for key, source in existing.items() if key not in wanted]
+    kept = [key for key in wanted if key in existing]
+    counts = SourceSetCounts(len(added), len(removed), len(kept), len(wanted))
+    if dry_run:
+        return counts
+    if removed:
+        session.execute(delete(Source).where(Source.id.in_(removed)))
+    for key in kept:
+        source, item = existing[key], wanted[key]
+        if source.meta != item.meta or source.field_map != item.field_map:
+            source.meta = dict(item.meta)
+            source.field_map = dict(item.field_map)
+            source.updated_at = now
+    # Made in input order: ids (ULIDs) then list the sources as they were given.
+    session.add_all(new_source(feed.id, feed.account_id, key, wanted[key], now) for key in added)
+    session.flush()
+    return counts

@@ -1,0 +1,208 @@
+"""What /v1 answers: the wire schemas of feeds, sources, items and telemetry (openmagpie's names), and
+the dict builders that fill them from rows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, PlainSerializer, WithJsonSchema
+
+from app.feeds.specs import CuratedFeedConfig, SourceSpec
+from app.kit.time import iso
+from app.models import Feed, FeedItem, Source
+
+# Every /v1 timestamp is written alike: UTC, six fractional digits, `Z`.
+Timestamp = Annotated[
+    datetime,
+    PlainSerializer(iso, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+
+
+class ErrorOut(BaseModel):
+    error: str
+    detail: Any = None
+
+
+class SourceWire(BaseModel):
+    id: str
+    spec: SourceSpec
+    display: str
+    meta: dict[str, str] = {}
+    field_map: dict[str, str] = {}
+    last_event_at: Timestamp | None = None
+    created_at: Timestamp | None = None
+    # Polling state, beyond openmagpie's fields: the last error of this source and its backoff.
+    last_polled_at: Timestamp | None = None
+    last_error: str | None = None
+    consecutive_failures: int = 0
+    retry_at: Timestamp | None = None
+
+
+class FeedWire(BaseModel):
+    id: str
+    name: str
+    kind: str
+    is_active: bool
+    poll_interval_seconds: int
+    user_id: str
+    data: CuratedFeedConfig
+    created_at: Timestamp | None = None
+    last_polled_at: Timestamp | None = None
+    next_poll_at: Timestamp | None = None
+    # Beyond openmagpie's fields: what went wrong in the last poll, and how many polls in a row did.
+    last_error: str | None = None
+    consecutive_failures: int = 0
+
+
+class FeedView(FeedWire):
+    source_count: int = 0
+    sources: list[SourceWire] = []
+    summary: dict[str, Any] = {}
+
+
+class FeedMutationResponse(FeedView):
+    id: str | None = None  # type: ignore[assignment]
+    dry_run: bool
+
+
+class FeedListResponse(BaseModel):
+    items: list[FeedWire]
+    next_cursor: str | None
+
+
+class SourceSetResult(BaseModel):
+    added: int
+    removed: int
+    persisted: int
+    source_count: int
+
+
+class SourceSetOut(BaseModel):
+    """GET /v1/feeds/{id}/sources: the export format, which PUT and POST take back as it is."""
+
+    version: Literal["v1"] = "v1"
+    sources: list[SourceWire]
+
+
+class BasePayload(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    content: str = ""
+    external_id: str = ""
+    external_url: str = ""
+    kind: str = ""
+    parent_external_id: str = ""
+    source: str = ""
+    title: str = ""
+    url: str = ""
+    occurred_at: Timestamp | None = None
+
+
+class RssEntryPayload(BasePayload):
+    author: str = ""
+    categories: list[str] = []
+    feed_url: str = ""
+
+
+class NewPostPayload(BasePayload):
+    author: str = ""
+    community: str = ""
+    permalink: str = ""
+
+
+class BoardFeedPayload(BasePayload):
+    author: str = ""
+    feed: str = ""
+    num_comments: int = 0
+    points: int = 0
+
+
+class BoardCommentPayload(BasePayload):
+    author: str = ""
+    feed: str = ""
+    story_title: str = ""
+
+
+class FeedItemWire(BaseModel):
+    id: str
+    source_kind: str
+    external_id: str
+    occurred_at: Timestamp | None = None
+    source_label: str = ""
+    data: RssEntryPayload | NewPostPayload | BoardFeedPayload | BoardCommentPayload | BasePayload
+
+
+class FeedItemListResponse(BaseModel):
+    items: list[FeedItemWire]
+    next_cursor: str | None
+
+
+class TelemetryState(BaseModel):
+    mode: str
+    can_set: bool
+    emitting: bool | None = None
+
+
+class TelemetryInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    mode: Literal["off", "on"]
+
+
+# --- builders: rows to the dicts the schemas above describe -----------------------------------------
+
+
+def source_wire(source: Source) -> dict[str, Any]:
+    return {
+        "id": source.id,
+        "spec": source.spec,
+        "display": source.display,
+        "meta": source.meta,
+        "field_map": source.field_map,
+        "last_event_at": source.last_event_at,
+        "created_at": source.created_at,
+        "last_polled_at": source.last_polled_at,
+        "last_error": source.last_error,
+        "consecutive_failures": source.consecutive_failures,
+        "retry_at": source.retry_at,
+    }
+
+
+def feed_wire(feed: Feed) -> dict[str, Any]:
+    return {
+        "id": feed.id,
+        "name": feed.name,
+        "kind": feed.kind,
+        "is_active": feed.is_active,
+        "poll_interval_seconds": feed.poll_interval_seconds,
+        "user_id": str(feed.user_id) if feed.user_id is not None else "",
+        "data": {"default_field_map": feed.default_field_map, "retention_days": feed.retention_days},
+        "created_at": feed.created_at,
+        "last_polled_at": feed.last_polled_at,
+        "next_poll_at": feed.next_poll_at,
+        "last_error": feed.last_error,
+        "consecutive_failures": feed.consecutive_failures,
+    }
+
+
+def feed_view(feed: Feed, sources: list[Source]) -> dict[str, Any]:
+    return {
+        **feed_wire(feed),
+        "source_count": len(sources),
+        "sources": [source_wire(source) for source in sources],
+        # Curated feeds have nothing to summarise beyond their sources.
+        "summary": {},
+    }
+
+
+def item_wire(item: FeedItem) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "source_kind": item.source_kind,
+        "external_id": item.external_id,
+        "occurred_at": item.occurred_at,
+        "source_label": item.source_label,
+        "data": item.data,
+    }
