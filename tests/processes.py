@@ -13,6 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import Engine, delete
+from sqlalchemy.orm import Session
+
+from app.identity.accounts import create_user
+from app.identity.tokens import create_personal_token
+from app.models import Account
 
 
 def free_port() -> int:
@@ -52,3 +58,22 @@ def served_app(database_url: str, var_dir: Path, **env: str) -> Iterator[str]:
         process.terminate()
         _, stderr = process.communicate(timeout=10)
         assert b"Traceback" not in stderr, stderr.decode()[-3000:]
+
+
+@contextmanager
+def committed_users(engine: Engine, *emails: str) -> Iterator[list[tuple[int, str]]]:
+    """Users whose rows are really committed (a server in another process must see them), each with
+    a token: yields [(account_id, token)] and removes their accounts afterwards."""
+    made: list[tuple[int, str]] = []
+    with Session(engine) as session:
+        for email in emails:
+            user = create_user(session, email=email, name="Committed", contact_limit=1_000_000)
+            _, token = create_personal_token(session, user)
+            made.append((user.account_id, token))
+        session.commit()
+    try:
+        yield made
+    finally:
+        with Session(engine) as session:
+            session.execute(delete(Account).where(Account.id.in_([account_id for account_id, _ in made])))
+            session.commit()

@@ -10,13 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, delete
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine
 
-from app.identity.accounts import create_user
-from app.identity.tokens import create_personal_token
-from app.models import Account
-from tests.processes import served_app
+from tests.processes import committed_users, served_app
 
 ROOT = Path(__file__).resolve().parent.parent
 # Enough to reach every operation with valid and invalid input in CI's time; raise it to dig deeper.
@@ -25,15 +21,8 @@ MAX_EXAMPLES = 20
 
 @pytest.fixture
 def fuzz_token(engine: Engine) -> Iterator[str]:
-    with Session(engine) as session:
-        user = create_user(session, email="fuzz@example.com", name="Fuzz", contact_limit=1_000_000)
-        _, token = create_personal_token(session, user)
-        account_id = user.account_id
-        session.commit()
-    yield token
-    with Session(engine) as session:
-        session.execute(delete(Account).where(Account.id == account_id))
-        session.commit()
+    with committed_users(engine, "fuzz@example.com") as [(_, token)]:
+        yield token
 
 
 def test_email_api_survives_schemathesis(

@@ -15,14 +15,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from app.db import is_sqlite_url
-from app.identity.accounts import create_user
-from app.identity.tokens import create_personal_token
-from app.models import Account, Deliverable
-from tests.processes import served_app
+from app.models import Deliverable
+from tests.processes import committed_users, served_app
 from tests.smtp_sink import SmtpSink
 
 RECIPIENTS = 5000
@@ -32,20 +30,9 @@ RATE_LIMIT = 40
 
 @pytest.fixture
 def accounts(engine: Engine) -> Iterator[tuple[str, str]]:
-    """Two committed users with tokens: one sends the campaign, one probes the rate limit."""
-    made: list[int] = []
-    tokens: list[str] = []
-    with Session(engine) as session:
-        for email in ("scale-sender@example.com", "scale-prober@example.com"):
-            user = create_user(session, email=email, name="Scale", contact_limit=100_000)
-            _, token = create_personal_token(session, user)
-            made.append(user.account_id)
-            tokens.append(token)
-        session.commit()
-    yield tokens[0], tokens[1]
-    with Session(engine) as session:
-        session.execute(delete(Account).where(Account.id.in_(made)))
-        session.commit()
+    """Two committed users: one sends the campaign, one probes the rate limit."""
+    with committed_users(engine, "scale-sender@example.com", "scale-prober@example.com") as made:
+        yield made[0][1], made[1][1]
 
 
 def test_two_api_processes_and_two_workers(

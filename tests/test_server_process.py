@@ -11,13 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from app.identity.accounts import create_user
-from app.identity.tokens import create_personal_token
 from app.models import Account, Contact
-from tests.processes import served_app
+from tests.processes import committed_users, served_app
 
 
 @pytest.fixture
@@ -28,16 +26,8 @@ def server(database_url: str, tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def committed_user(engine: Engine) -> Iterator[tuple[int, str]]:
-    """A user whose rows are really committed (the server is another process), removed afterwards."""
-    with Session(engine) as session:
-        user = create_user(session, email="concurrent@example.com", name="C", contact_limit=100_000)
-        _, token = create_personal_token(session, user)
-        account_id = user.account_id
-        session.commit()
-    yield account_id, token
-    with Session(engine) as session:
-        session.execute(delete(Account).where(Account.id == account_id))
-        session.commit()
+    with committed_users(engine, "concurrent@example.com") as [user]:
+        yield user
 
 
 def test_concurrent_upserts_all_succeed_and_keep_the_count(

@@ -60,7 +60,8 @@ def join_time(db: Session, client: TestClient, user: ApiUser, email: str, list_i
 
 
 def subjects_to(smtp_sink: SmtpSink, address: str) -> list[str]:
-    return [str(received.message["Subject"]) for received in smtp_sink.to(address)]
+    """Subjects received by `address`, sorted: emails due together go out at once, in any order."""
+    return sorted(str(received.message["Subject"]) for received in smtp_sink.to(address))
 
 
 def patch_active(client: TestClient, user: ApiUser, automation_id: int, active: bool) -> None:

@@ -12,27 +12,17 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, delete
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine
 
 from app.config import Settings
-from app.identity.accounts import create_user
-from app.identity.tokens import create_personal_token
 from app.main import create_app
-from app.models import Account
+from tests.processes import committed_users
 
 
 @pytest.fixture
 def committed_token(engine: Engine) -> Iterator[str]:
-    with Session(engine) as session:
-        user = create_user(session, email="outbox@example.com", name="O")
-        _, token = create_personal_token(session, user)
-        account_id = user.account_id
-        session.commit()
-    yield token
-    with Session(engine) as session:
-        session.execute(delete(Account).where(Account.id == account_id))
-        session.commit()
+    with committed_users(engine, "outbox@example.com") as [(_, token)]:
+        yield token
 
 
 def test_scheduler_sends_to_the_outbox(database_url: str, tmp_path: Path, committed_token: str) -> None:
