@@ -5,8 +5,9 @@ from app.models.base import Base
 from app.models.campaigns import DELIVERABLE_STATES, Campaign, CampaignList, Deliverable
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
 from app.models.forms import Form, FormList
-from app.models.identity import PLANS, Account, PersonalToken, User
+from app.models.identity import PLANS, Account, PersonalToken, User, UserSession
 from app.models.lists import ContactList
+from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
 
 __all__ = [
     "DELIVERABLE_STATES",
@@ -27,6 +28,10 @@ __all__ = [
     "Form",
     "FormList",
     "ListMembership",
+    "OAuthAuthorizationCode",
+    "OAuthClient",
+    "OAuthToken",
     "PersonalToken",
     "User",
+    "UserSession",
 ]
