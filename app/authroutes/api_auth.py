@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 
 from app.authroutes.body import Field, read_body, validated
@@ -69,6 +70,7 @@ def error_response(status: int, description: str) -> dict[int | str, dict[str, A
 
 @router.post(
     "/is-username-available",
+    operation_id="isUsernameAvailable",
     response_model=UsernameAvailability,
     summary="Whether a username is free (no session needed)",
     responses=error_response(422, "USERNAME_TOO_SHORT, USERNAME_TOO_LONG or INVALID_USERNAME"),
@@ -80,6 +82,7 @@ def is_username_available(body: JsonBody, db: SessionDep) -> UsernameAvailabilit
 
 @router.post(
     "/sign-up/email",
+    operation_id="signUpWithEmailAndPassword",
     response_model=SignUpOut,
     summary="Sign up with e-mail and password (400 EMAIL_PASSWORD_SIGN_UP_DISABLED while closed)",
     dependencies=[Depends(check_sign_in_origin)],
@@ -137,6 +140,7 @@ def _sign_up_and_in(
 
 @router.post(
     "/sign-in/username",
+    operation_id="signInUsername",
     response_model=SignInOut,
     summary="Sign in with username and password; sets the session cookie tidings.session_token",
     responses={
@@ -145,7 +149,7 @@ def _sign_up_and_in(
         **error_response(429, "Too many failed sign-ins for this username or address; see Retry-After"),
     },
 )
-async def sign_in_username(request: Request, response: Response, body: JsonBody, db: SessionDep) -> SignInOut:
+async def sign_in_username(request: Request, body: JsonBody, db: SessionDep) -> Response:
     fields = validated(
         body,
         [
@@ -174,15 +178,20 @@ async def sign_in_username(request: Request, response: Response, body: JsonBody,
     if signed_in is None:
         await throttle.record_failure(username, address)
         raise auth_error(401, AuthCode.INVALID_USERNAME_OR_PASSWORD)
-    set_session_cookie(response, signed_in.token, settings, remember=remember)
-    if callback_url is not None:
-        response.headers["Location"] = callback_url
-    return SignInOut(
+    answer = SignInOut(
         redirect=callback_url is not None,
         token=signed_in.token,
         url=callback_url,
         user=user_out(signed_in.user),
     )
+    # A Response of its own: better-auth's `url: undefined` is no key at all in its JSON.
+    absent = {"url"} if callback_url is None else set()
+    reply = JSONResponse(answer.model_dump(mode="json", by_alias=True, exclude=absent))
+    reply.headers.update({"Cache-Control": "no-store"})
+    set_session_cookie(reply, signed_in.token, settings, remember=remember)
+    if callback_url is not None:
+        reply.headers["Location"] = callback_url
+    return reply
 
 
 def _sign_in(
@@ -196,6 +205,7 @@ def _sign_in(
 
 @router.post(
     "/update-user",
+    operation_id="updateUser",
     response_model=StatusOut,
     summary="Change the signed-in user's name, image or username (session cookie required)",
     responses={
@@ -236,6 +246,7 @@ def update_user(request: Request, signed_in: SessionUser, body: JsonBody, db: Se
 
 @router.get(
     "/get-session",
+    operation_id="getSession",
     response_model=SessionWithUser | None,
     summary="The session of the cookie and its user, or null",
 )
@@ -247,7 +258,12 @@ def get_session(response: Response, signed_in: OptionalSessionUser) -> SessionWi
     return SessionWithUser(session=session_out(signed_in), user=user_out(signed_in.user))
 
 
-@router.post("/sign-out", response_model=SignOutOut, summary="End the cookie's session and clear the cookie")
+@router.post(
+    "/sign-out",
+    operation_id="signOut",
+    response_model=SignOutOut,
+    summary="End the cookie's session and clear the cookie",
+)
 def sign_out(request: Request, response: Response, db: SessionDep) -> SignOutOut:
     settings = settings_of(request)
     token = session_token(request, settings)

@@ -4,10 +4,9 @@ routes read them with app/authroutes/body.py so that errors come out in better-a
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 
 from app.identity.sessions import SignedIn
 from app.kit.time import iso_millis
@@ -56,21 +55,12 @@ class SignUpOut(BaseModel):
 
 
 class SignInOut(BaseModel):
-    # The serializer below returns a plain dict; document the fields themselves.
-    model_config = ConfigDict(json_schema_mode_override="validation")
-
     redirect: bool = Field(description="True when a callbackURL was given; it is also in `Location`")
     token: str
-    url: str | None = Field(default=None, description="The callbackURL, when one was given")
+    url: str | SkipJsonSchema[None] = Field(
+        default=None, description="The callbackURL; absent when none was given"
+    )
     user: UserOut
-
-    @model_serializer(mode="wrap")
-    def _without_absent_url(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # better-auth's `url: undefined` is no key at all in its JSON.
-        data = handler(self)
-        if self.url is None:
-            data.pop("url", None)
-        return data
 
 
 class StatusOut(BaseModel):
@@ -94,11 +84,13 @@ class SignUpEmailBody(CamelModel):
     name: str
     email: str = Field(json_schema_extra={"format": "email"})
     password: str = Field(min_length=8, max_length=128)
-    username: str | None = Field(default=None, min_length=3, max_length=30, pattern=r"^[a-zA-Z0-9_.]+$")
-    display_username: str | None = None
+    username: str | SkipJsonSchema[None] = Field(
+        default=None, min_length=3, max_length=30, pattern=r"^[a-zA-Z0-9_.]+$"
+    )
+    display_username: str | SkipJsonSchema[None] = None
     image: str | None = None
-    callback_url: str | None = Field(default=None, alias="callbackURL")
-    remember_me: bool | None = None
+    callback_url: str | SkipJsonSchema[None] = Field(default=None, alias="callbackURL")
+    remember_me: bool | SkipJsonSchema[None] = None
 
 
 class SignInUsernameBody(CamelModel):
@@ -113,13 +105,13 @@ class SignInUsernameBody(CamelModel):
 
 
 class UpdateUserBody(CamelModel):
-    name: str | None = None
+    name: str | SkipJsonSchema[None] = None
     image: str | None = None
-    username: str | None = Field(
+    username: str | SkipJsonSchema[None] = Field(
         default=None,
         description="Changed only as TIDINGS_AUTH_USERNAME_CHANGE allows (`never` by default)",
     )
-    display_username: str | None = None
+    display_username: str | SkipJsonSchema[None] = None
 
 
 def user_out(user: User) -> UserOut:
