@@ -198,6 +198,10 @@ def auth_openapi() -> dict[str, Any]:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     for (method, path), model in AUTH_BODIES.items():
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}", by_alias=True)
+        for prop in schema.get("properties", {}).values():
+            # An optional field is left out, not sent as null: a `default: null` would say otherwise.
+            if "default" in prop and prop["default"] is None:
+                del prop["default"]
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
         media_types = ["application/json"]
