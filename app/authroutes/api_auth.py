@@ -76,7 +76,7 @@ def error_response(status: int, description: str) -> dict[int | str, dict[str, A
     responses=error_response(422, "USERNAME_TOO_SHORT, USERNAME_TOO_LONG or INVALID_USERNAME"),
 )
 def is_username_available(body: JsonBody, db: SessionDep) -> UsernameAvailability:
-    fields = validated(body, [Field("username", str)])
+    fields = validated(body, [Field("username", str, reject_nul=False)])
     return UsernameAvailability(available=username_available(db, fields["username"]))
 
 
@@ -98,8 +98,8 @@ async def sign_up_email(request: Request, response: Response, db: SessionDep) ->
         [
             Field("name", str, min_length=1, max_length=191),
             Field("email", str, max_length=191),
-            Field("password", str),
-            Field("username", str, required=False),
+            Field("password", str, reject_nul=False),
+            Field("username", str, required=False, reject_nul=False),
             Field("displayUsername", str, required=False, max_length=191),
             Field("image", str, required=False, nullable=True, max_length=2048),
             Field("callbackURL", str, required=False),
@@ -153,8 +153,8 @@ async def sign_in_username(request: Request, body: JsonBody, db: SessionDep) -> 
     fields = validated(
         body,
         [
-            Field("username", str),
-            Field("password", str),
+            Field("username", str, reject_nul=False),
+            Field("password", str, reject_nul=False),
             Field("rememberMe", bool, required=False),
             Field("callbackURL", str, required=False),
         ],
@@ -224,7 +224,7 @@ def update_user(request: Request, signed_in: SessionUser, body: JsonBody, db: Se
         [
             Field("name", str, required=False, min_length=1, max_length=191),
             Field("image", str, required=False, nullable=True, max_length=2048),
-            Field("username", str, required=False),
+            Field("username", str, required=False, reject_nul=False),
             Field("displayUsername", str, required=False, max_length=191),
         ],
     )

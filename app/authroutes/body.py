@@ -65,6 +65,9 @@ class Field:
     nullable: bool = False
     min_length: int = 0
     max_length: int | None = None
+    # Off for fields that are never stored as given (usernames are checked by their own rules first,
+    # passwords only hashed).
+    reject_nul: bool = True
 
 
 def _problem(value: Any, spec: Field) -> str | None:
@@ -79,7 +82,7 @@ def _problem(value: Any, spec: Field) -> str | None:
         if spec.max_length is not None and len(value) > spec.max_length:
             return f"Too big: expected string to have <={spec.max_length} characters"
         # PostgreSQL stores no NUL in text; such a value is never meant.
-        if "\x00" in value:
+        if spec.reject_nul and "\x00" in value:
             return "Invalid input: must not contain NUL characters"
     return None
 
