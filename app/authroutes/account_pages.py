@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from html import escape
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi import Path as PathParam
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
@@ -35,6 +37,8 @@ from app.models import PersonalToken, User
 router = APIRouter(include_in_schema=False)
 TOKENS_PATH = "/account/tokens"
 TOKEN_NAME_MAX_LENGTH = 191
+# A token id is an INTEGER column: a larger number names no token (404) instead of overflowing the driver.
+TokenId = Annotated[int, PathParam(ge=1, le=2**31 - 1)]
 
 
 def _settings(request: Request) -> Settings:
@@ -183,7 +187,7 @@ def _create_token(db: Session, user: User, name: str) -> tuple[list[PersonalToke
 
 @router.post(TOKENS_PATH + "/{token_id}/revoke", dependencies=[Depends(check_cookie_origin)])
 def revoke_token_submit(
-    request: Request, response: Response, token_id: int, signed_in: OptionalSessionUser, db: SessionDep
+    request: Request, response: Response, token_id: TokenId, signed_in: OptionalSessionUser, db: SessionDep
 ) -> Response:
     if signed_in is None:
         return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
