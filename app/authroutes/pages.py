@@ -31,7 +31,7 @@ table { width: 100%; border-collapse: collapse; margin-top: 1rem; }
 th, td { text-align: left; padding: .4rem .3rem; border-bottom: 1px solid #ddd; vertical-align: middle; }
 td form button { margin: 0; padding: .25rem .75rem; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
-.signed-in { color: #555; font-size: .9rem; }
+.signed-in { color: #555; font-size: .9rem; margin-bottom: 1rem; }
 .signed-in form { display: inline; }
 .signed-in button { margin: 0; padding: 0; border: 0; background: none; color: #1d4ed8;
        text-decoration: underline; }
@@ -97,8 +97,9 @@ def user_label(user: User) -> str:
 
 def signed_in_line(user: User) -> str:
     return (
-        f'<p class="signed-in">Signed in as <strong>{escape(user_label(user))}</strong>. '
-        '<form method="post" action="/account/sign-out"><button type="submit">Sign out</button></form></p>'
+        # A div: a form cannot sit inside a paragraph.
+        f'<div class="signed-in">Signed in as <strong>{escape(user_label(user))}</strong>. '
+        '<form method="post" action="/account/sign-out"><button type="submit">Sign out</button></form></div>'
     )
 
 
