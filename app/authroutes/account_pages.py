@@ -28,10 +28,11 @@ from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
 from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin
 from app.identity.session_cookie import clear_session_cookie, session_token, set_session_cookie
-from app.identity.sessions import SignedIn, end_session, start_session
-from app.identity.sign_in import SignInThrottle, check_credentials
+from app.identity.sessions import end_session
+from app.identity.sign_in import sign_in_with_password
 from app.identity.token_lookup import CachedTokenLookup
 from app.identity.tokens import create_personal_token, live_personal_tokens, revoke_personal_token
+from app.kit.errors import DomainError
 from app.models import PersonalToken, User
 
 router = APIRouter(include_in_schema=False)
@@ -64,35 +65,29 @@ async def sign_in_submit(request: Request, db: SessionDep) -> Response:
     form = await _form(request)
     next_path = local_path(form.get("next"))
     username, password = form.get("username", ""), form.get("password", "")
-    address = request.client.host if request.client else "unknown"
-    throttle: SignInThrottle = request.app.state.sign_in_throttle
 
     def again(error: str, status: int) -> HTMLResponse:
         body = sign_in_form(next_path, heading="Sign in to Tidings", error=error, username=username[:30])
         return page("Sign in", body, status=status)
 
-    refusal = await throttle.refusal(username, address)
-    if refusal is not None:
-        refused = again("Too many failed sign-ins. Please try again later.", 429)
-        refused.headers["Retry-After"] = str(refusal.retry_after)
-        return refused
-    user_agent = request.headers.get("user-agent")
-    signed_in = await run_in_threadpool(_sign_in, db, username, password, address, user_agent)
-    if signed_in is None:
-        await throttle.record_failure(username, address)
+    try:
+        signed_in = await sign_in_with_password(
+            db,
+            request.app.state.sign_in_throttle,
+            username=username,
+            password=password,
+            address=request.client.host if request.client else "unknown",
+            user_agent=request.headers.get("user-agent"),
+        )
+    except DomainError as refused:
+        if refused.status == 429:
+            page_429 = again("Too many failed sign-ins. Please try again later.", 429)
+            page_429.headers.update(refused.headers)
+            return page_429
         return again("Invalid username or password.", 401)
     response = redirect(next_path)
     set_session_cookie(response, signed_in.token, _settings(request), remember=True)
     return response
-
-
-def _sign_in(
-    db: Session, username: str, password: str, address: str, user_agent: str | None
-) -> SignedIn | None:
-    user = check_credentials(db, username, password)
-    if user is None:
-        return None
-    return start_session(db, user, ip_address=address, user_agent=user_agent)
 
 
 @router.post("/account/sign-out", dependencies=[Depends(check_cookie_origin)])

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
-from sqlalchemy.orm import Session
 
 from app.authroutes.body import Field, read_body, validated
 from app.authroutes.schemas import (
@@ -29,12 +28,13 @@ from app.identity.dependencies import OptionalSessionUser, SessionUser
 from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin, is_trusted_url
 from app.identity.profile import UNSET, update_profile
 from app.identity.session_cookie import clear_session_cookie, session_token, set_session_cookie
-from app.identity.sessions import SignedIn, end_session, start_session
-from app.identity.sign_in import SignInThrottle, check_credentials
-from app.identity.sign_up import SignUpRequest, sign_up, username_available
+from app.identity.sessions import end_session
+from app.identity.sign_in import sign_in_with_password
+from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in, username_available
 from app.identity.token_lookup import CachedTokenLookup
 
-ERRORS: dict[int | str, dict[str, Any]] = {
+# What any POST of the family may answer besides its own codes.
+POST_ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": AuthErrorOut, "description": description}
     for status, description in (
         (400, "VALIDATION_ERROR, or a rule of the route (see its codes)"),
@@ -43,9 +43,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     )
 }
 
-router = APIRouter(
-    prefix="/api/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)], responses=ERRORS
-)
+router = APIRouter(prefix="/api/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
 
 
 async def json_body(request: Request) -> Any:
@@ -65,7 +63,7 @@ def settings_of(request: Request) -> Settings:
 
 
 def error_response(status: int, description: str) -> dict[int | str, dict[str, Any]]:
-    return {status: {"model": AuthErrorOut, "description": description}}
+    return {**POST_ERRORS, status: {"model": AuthErrorOut, "description": description}}
 
 
 @router.post(
@@ -107,35 +105,25 @@ async def sign_up_email(request: Request, response: Response, db: SessionDep) ->
         ],
     )
     remember = fields.get("rememberMe") is not False
+    new_user = SignUpRequest(
+        email=fields["email"],
+        password=fields["password"],
+        name=fields["name"],
+        username=fields.get("username"),
+        display_username=fields.get("displayUsername"),
+        image=fields.get("image"),
+    )
     signed_in = await run_in_threadpool(
-        _sign_up_and_in,
-        db,
-        SignUpRequest(
-            email=fields["email"],
-            password=fields["password"],
-            name=fields["name"],
-            username=fields.get("username"),
-            display_username=fields.get("displayUsername"),
-            image=fields.get("image"),
-        ),
-        remember,
-        request,
+        lambda: sign_up_and_sign_in(
+            db,
+            new_user,
+            remember=remember,
+            address=client_address(request),
+            user_agent=request.headers.get("user-agent"),
+        )
     )
     set_session_cookie(response, signed_in.token, settings, remember=remember)
     return SignUpOut(token=signed_in.token, user=user_out(signed_in.user))
-
-
-def _sign_up_and_in(
-    db: Session, sign_up_request: SignUpRequest, remember: bool, request: Request
-) -> SignedIn:
-    user = sign_up(db, sign_up_request)
-    return start_session(
-        db,
-        user,
-        remember=remember,
-        ip_address=client_address(request),
-        user_agent=request.headers.get("user-agent"),
-    )
 
 
 @router.post(
@@ -144,6 +132,7 @@ def _sign_up_and_in(
     response_model=SignInOut,
     summary="Sign in with username and password; sets the session cookie tidings.session_token",
     responses={
+        **POST_ERRORS,
         **error_response(401, "INVALID_USERNAME_OR_PASSWORD, whatever was wrong"),
         **error_response(403, "INVALID_CALLBACK_URL: a callbackURL off this service"),
         **error_response(429, "Too many failed sign-ins for this username or address; see Retry-After"),
@@ -163,21 +152,15 @@ async def sign_in_username(request: Request, body: JsonBody, db: SessionDep) -> 
     callback_url: str | None = fields.get("callbackURL") or None
     if callback_url is not None and not is_trusted_url(callback_url, settings, allow_relative=True):
         raise auth_error(403, AuthCode.INVALID_CALLBACK_URL)
-    username, address = fields["username"], client_address(request)
-    throttle: SignInThrottle = request.app.state.sign_in_throttle
-    refusal = await throttle.refusal(username, address)
-    if refusal is not None:
-        wait = str(refusal.retry_after)
-        raise auth_error(
-            429, AuthCode.TOO_MANY_REQUESTS, headers={"Retry-After": wait, "X-Retry-After": wait}
-        )
-    remember = fields.get("rememberMe") is not False
-    signed_in = await run_in_threadpool(
-        _sign_in, db, username, fields["password"], remember, address, request.headers.get("user-agent")
+    signed_in = await sign_in_with_password(
+        db,
+        request.app.state.sign_in_throttle,
+        username=fields["username"],
+        password=fields["password"],
+        address=client_address(request),
+        user_agent=request.headers.get("user-agent"),
+        remember=fields.get("rememberMe") is not False,
     )
-    if signed_in is None:
-        await throttle.record_failure(username, address)
-        raise auth_error(401, AuthCode.INVALID_USERNAME_OR_PASSWORD)
     answer = SignInOut(
         redirect=callback_url is not None,
         token=signed_in.token,
@@ -188,19 +171,10 @@ async def sign_in_username(request: Request, body: JsonBody, db: SessionDep) -> 
     absent = {"url"} if callback_url is None else set()
     reply = JSONResponse(answer.model_dump(mode="json", by_alias=True, exclude=absent))
     reply.headers.update({"Cache-Control": "no-store"})
-    set_session_cookie(reply, signed_in.token, settings, remember=remember)
+    set_session_cookie(reply, signed_in.token, settings, remember=signed_in.session.remember)
     if callback_url is not None:
         reply.headers["Location"] = callback_url
     return reply
-
-
-def _sign_in(
-    db: Session, username: str, password: str, remember: bool, address: str, user_agent: str | None
-) -> SignedIn | None:
-    user = check_credentials(db, username, password)
-    if user is None:
-        return None
-    return start_session(db, user, remember=remember, ip_address=address, user_agent=user_agent)
 
 
 @router.post(

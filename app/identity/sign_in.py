@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import hashlib
 
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from app.identity.accounts import find_user_by_username, username_problem
+from app.identity.auth_errors import AuthCode, auth_error
 from app.identity.passwords import verify_password
+from app.identity.sessions import SignedIn, start_session
 from app.kit.ratelimit import RateDecision, RateLimiter
 from app.models import User
 
@@ -57,3 +60,40 @@ class SignInThrottle:
     async def record_failure(self, username: str, address: str) -> None:
         await self.by_username.hit("sign-in-username", _username_key(username))
         await self.by_address.hit("sign-in-address", address)
+
+
+def _check_and_start(
+    db: Session, username: str, password: str, remember: bool, address: str, user_agent: str | None
+) -> SignedIn | None:
+    user = check_credentials(db, username, password)
+    if user is None:
+        return None
+    return start_session(db, user, remember=remember, ip_address=address, user_agent=user_agent)
+
+
+async def sign_in_with_password(
+    db: Session,
+    throttle: SignInThrottle,
+    *,
+    username: str,
+    password: str,
+    address: str,
+    user_agent: str | None,
+    remember: bool = True,
+) -> SignedIn:
+    """A new session for these credentials. 429 TOO_MANY_REQUESTS (with Retry-After) while throttled,
+    else 401 INVALID_USERNAME_OR_PASSWORD for any failure, which counts against the throttle."""
+    refusal = await throttle.refusal(username, address)
+    if refusal is not None:
+        wait = str(refusal.retry_after)
+        raise auth_error(
+            429, AuthCode.TOO_MANY_REQUESTS, headers={"Retry-After": wait, "X-Retry-After": wait}
+        )
+    # argon2 takes tens of milliseconds: a worker thread, not the event loop.
+    signed_in = await run_in_threadpool(
+        _check_and_start, db, username, password, remember, address, user_agent
+    )
+    if signed_in is None:
+        await throttle.record_failure(username, address)
+        raise auth_error(401, AuthCode.INVALID_USERNAME_OR_PASSWORD)
+    return signed_in

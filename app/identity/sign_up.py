@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.identity.accounts import create_user, find_user_by_email, username_owner_id, username_problem
 from app.identity.auth_errors import AuthCode, auth_error
+from app.identity.sessions import SignedIn, start_session
 from app.models import User
 
 # better-auth's emailAndPassword defaults.
@@ -86,3 +87,11 @@ def username_available(db: Session, username: str) -> bool:
     if problem is not None:
         raise auth_error(422, AuthCode(problem.value))
     return username_owner_id(db, username) is None
+
+
+def sign_up_and_sign_in(
+    db: Session, request: SignUpRequest, *, remember: bool, address: str, user_agent: str | None
+) -> SignedIn:
+    """better-auth's autoSignIn: the new user leaves sign-up with a session."""
+    user = sign_up(db, request)
+    return start_session(db, user, remember=remember, ip_address=address, user_agent=user_agent)
