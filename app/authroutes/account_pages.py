@@ -30,7 +30,7 @@ from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin
 from app.identity.session_cookie import clear_session_cookie, session_token, set_session_cookie
 from app.identity.sessions import end_session
 from app.identity.sign_in import sign_in_with_password
-from app.identity.token_lookup import CachedTokenLookup
+from app.identity.token_lookup import CachedTokenLookup, forget_accounts
 from app.identity.tokens import create_personal_token, live_personal_tokens, revoke_personal_token
 from app.kit.errors import DomainError
 from app.models import PersonalToken, User
@@ -199,5 +199,5 @@ def revoke_token_submit(
     lookup: CachedTokenLookup = request.app.state.token_lookup
     lookup.forget_account(signed_in.user.account_id)
     done = redirect(TOKENS_PATH)
-    done.background = BackgroundTask(lookup.forget_account, signed_in.user.account_id)
+    done.background = BackgroundTask(forget_accounts, lookup, [signed_in.user.account_id])
     return with_cookies(done, response)

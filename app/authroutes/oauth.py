@@ -9,6 +9,7 @@ from urllib.parse import urlencode, urlsplit
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
+from starlette.background import BackgroundTask
 
 from app.authroutes.pages import page, redirect, sign_in_form, signed_in_line, this_path, with_cookies
 from app.config import Settings
@@ -23,7 +24,7 @@ from app.identity.oauth.authorization import (
 )
 from app.identity.oauth.server import OAuthReply
 from app.identity.origin_guard import check_cookie_origin
-from app.identity.token_lookup import CachedTokenLookup
+from app.identity.token_lookup import CachedTokenLookup, forget_accounts
 
 router = APIRouter(include_in_schema=False)
 
@@ -124,9 +125,13 @@ async def token_endpoint(request: Request, db: SessionDep) -> Response:
         form = await request.form()
         pairs = [(key, value) for key, value in form.multi_items() if isinstance(value, str)]
     exchange = await run_in_threadpool(exchange_token, db, _settings(request), pairs, request.headers)
-    lookup: CachedTokenLookup = request.app.state.token_lookup
-    for account_id in exchange.revoked_account_ids:
-        lookup.forget_account(account_id)
     reply = exchange.reply
     headers = {key: value for key, value in reply.headers if key.lower() != "content-type"}
-    return JSONResponse(reply.body, status_code=reply.status, headers=headers)
+    answer = JSONResponse(reply.body, status_code=reply.status, headers=headers)
+    if exchange.revoked_account_ids:
+        # Tokens were revoked (a refresh, a replayed code): forget what this process remembers of them
+        # now, and again once that is committed, so a lookup in between cannot keep them alive.
+        lookup: CachedTokenLookup = request.app.state.token_lookup
+        await forget_accounts(lookup, exchange.revoked_account_ids)
+        answer.background = BackgroundTask(forget_accounts, lookup, exchange.revoked_account_ids)
+    return answer

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Protocol
 
@@ -145,5 +146,15 @@ class CachedTokenLookup:
         return principal
 
     def forget_account(self, account_id: int) -> None:
-        for token in [t for t, (_, p) in self.entries.items() if p.account.id == account_id]:
-            del self.entries[token]
+        """Safe from a worker thread too (sync routes revoke tokens): list() copies the entries in one
+        step under the GIL, and pop() tolerates an entry the event loop removed meanwhile."""
+        for token, (_, principal) in list(self.entries.items()):
+            if principal.account.id == account_id:
+                self.entries.pop(token, None)
+
+
+async def forget_accounts(lookup: CachedTokenLookup, account_ids: Iterable[int]) -> None:
+    """Drop the accounts from the cache; a coroutine, so a response's background task runs it on the
+    event loop rather than in a worker thread."""
+    for account_id in account_ids:
+        lookup.forget_account(account_id)
