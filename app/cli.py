@@ -38,11 +38,13 @@ users_cli = typer.Typer(no_args_is_help=True, help="Users and their accounts.")
 tokens_cli = typer.Typer(no_args_is_help=True, help="Personal access tokens.")
 contacts_cli = typer.Typer(no_args_is_help=True, help="Contacts.")
 forms_cli = typer.Typer(no_args_is_help=True, help="Hosted sign-up forms.")
+oauth_clients_cli = typer.Typer(no_args_is_help=True, help="OAuth 2.0 clients of the email API.")
 cli.add_typer(db_cli, name="db")
 cli.add_typer(users_cli, name="users")
 cli.add_typer(tokens_cli, name="tokens")
 cli.add_typer(contacts_cli, name="contacts")
 cli.add_typer(forms_cli, name="forms")
+cli.add_typer(oauth_clients_cli, name="oauth-clients")
 
 DEMO_EMAIL = "demo@example.com"
 IMPORT_BATCH = 1000
@@ -347,6 +349,37 @@ def forms_create(
 
     form_id = with_session(settings, work)
     typer.echo(f"{form_id} {settings.base_url.rstrip('/')}/f/{form_id}")
+
+
+@oauth_clients_cli.command("create")
+def oauth_clients_create(
+    email: Annotated[str, typer.Option(help="The email of the user registering the client")],
+    name: Annotated[str, typer.Option(help="The client's name, shown on the consent page")],
+    redirect_uri: Annotated[
+        list[str],
+        typer.Option(help="Where codes are sent: https, or http on loopback (repeatable)"),
+    ],
+    public: Annotated[
+        bool,
+        typer.Option("--public", help="No secret (an app that cannot keep one): PKCE alone proves it"),
+    ] = False,
+) -> None:
+    """Register an OAuth client; prints its client_id and client_secret (the secret is not shown again)."""
+    from app.identity.oauth.clients import register_client
+
+    settings = Settings()
+    migrate(settings)
+
+    def work(session: Session) -> tuple[str, str | None]:
+        client, secret = register_client(
+            session, user_by_email(session, email), name, redirect_uri, public=public
+        )
+        return client.client_id, secret
+
+    client_id, secret = with_session(settings, work)
+    typer.echo(f"client_id: {client_id}")
+    if secret is not None:
+        typer.echo(f"client_secret: {secret}")
 
 
 @cli.command("openapi")

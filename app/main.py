@@ -14,6 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.authroutes import account_pages, api_auth, oauth
 from app.config import Settings
 from app.db import (
     create_db_engine,
@@ -25,6 +26,7 @@ from app.db import (
 from app.feeds.router import feed_routers
 from app.health import health_router
 from app.identity.dependencies import rate_headers
+from app.identity.sign_in import SignInThrottle
 from app.identity.token_lookup import CachedTokenLookup, PostgresTokenLookup, SessionTokenLookup, TokenLookup
 from app.kit.errors import DomainError
 from app.kit.pagination import PageAnchors
@@ -65,7 +67,8 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, StarletteHTTPException)
         messages = {404: "Not Found.", 405: "Method Not Allowed."}
         message = messages.get(exc.status_code, str(exc.detail))
-        error = DomainError(exc.status_code, message, code={404: "not_found"}.get(exc.status_code))
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        error = DomainError(exc.status_code, message, code=codes.get(exc.status_code))
         return JSONResponse(error_body(request, error), status_code=exc.status_code, headers=exc.headers)
 
     async def on_request_validation(request: Request, exc: Exception) -> JSONResponse:
@@ -143,6 +146,7 @@ def create_app(
     app.state.async_pool = async_pool
     app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
     app.state.form_limits = FormLimits.from_settings(settings)
+    app.state.sign_in_throttle = SignInThrottle(settings.redis_url)
     install_error_handlers(app)
     app.include_router(health_router)
     app.include_router(metrics_router)
@@ -151,7 +155,7 @@ def create_app(
     # Each feature's routes go straight into the app: a router of routers costs a match per level.
     for router in mail_routers:
         app.include_router(router)
-    for router in feed_routers:
+    for router in (*feed_routers, api_auth.router, oauth.router, account_pages.router):
         app.include_router(router)
     install_openapi_routes(app)
     return app

@@ -12,6 +12,8 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from pydantic import BaseModel
 
+from app.authroutes import api_auth
+from app.authroutes import schemas as auth_schemas
 from app.feeds import specs as feed_specs
 from app.feeds.router import feed_routers
 from app.feeds.wire import ErrorOut as FeedErrorOut
@@ -22,6 +24,8 @@ from app.mail.schemas import ErrorOut
 
 OPENAPI_DIR = Path(__file__).resolve().parent.parent / "openapi"
 MAIL_API_VERSION = "1.2.0"
+# The better-auth release whose behaviour /api/auth follows (tests/authroutes/js/package.json).
+AUTH_API_VERSION = "1.7.25"
 
 MAIL_DESCRIPTION = """\
 Contacts, lists, campaigns, automations, forms and custom fields: SendFox's REST API 1.2.0.
@@ -271,6 +275,65 @@ def feeds_openapi() -> dict[str, Any]:
     return document
 
 
+AUTH_DESCRIPTION = """\
+Account sign-in routes that answer as better-auth (with its `username` plugin) does, so that
+better-auth's own client (`createAuthClient` with `usernameClient`, base URL `<service>/api/auth`) works
+unchanged.
+
+Signing in sets the session cookie `tidings.session_token` (HttpOnly, SameSite=Lax, Path=/, Secure on
+https); the same cookie signs in to `/v1` and the account pages. A POST that carries cookies must carry
+an `Origin` (or `Referer`) of this service, else 403 `MISSING_OR_NULL_ORIGIN` or `INVALID_ORIGIN`.
+Errors are `{"code", "message"}` with better-auth's codes. Sign-up is closed unless
+`TIDINGS_AUTH_SIGNUP_ENABLED` is true; who may change their username is set by
+`TIDINGS_AUTH_USERNAME_CHANGE` (`never`, `non_staff`, `always`). Ten failed sign-ins for one username in
+15 minutes (or a hundred from one address) make every sign-in for it answer 429 until the window passes.
+"""
+
+AUTH_BODIES: dict[tuple[str, str], type[BaseModel]] = {
+    ("post", "/api/auth/is-username-available"): auth_schemas.UsernameBody,
+    ("post", "/api/auth/sign-up/email"): auth_schemas.SignUpEmailBody,
+    ("post", "/api/auth/sign-in/username"): auth_schemas.SignInUsernameBody,
+    ("post", "/api/auth/update-user"): auth_schemas.UpdateUserBody,
+}
+
+
+@cache
+def auth_openapi() -> dict[str, Any]:
+    document = get_openapi(
+        title="Tidings account auth (better-auth compatible)",
+        version=AUTH_API_VERSION,
+        description=AUTH_DESCRIPTION,
+        routes=api_auth.router.routes,
+    )
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for (method, path), model in AUTH_BODIES.items():
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}", by_alias=True)
+        for prop in schema.get("properties", {}).values():
+            # An optional field is left out, not sent as null: a `default: null` would say otherwise.
+            if "default" in prop and prop["default"] is None:
+                del prop["default"]
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+        media_types = ["application/json"]
+        if path.endswith("/sign-up/email"):
+            media_types.append("application/x-www-form-urlencoded")
+        document["paths"][path][method]["requestBody"] = {
+            "required": True,
+            "content": {
+                media: {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}} for media in media_types
+            },
+        }
+    document["components"]["securitySchemes"] = {
+        "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "tidings.session_token"}
+    }
+    for path in ("/api/auth/update-user", "/api/auth/get-session", "/api/auth/sign-out"):
+        for operation in document["paths"][path].values():
+            operation["security"] = [{"sessionCookie": []}]
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    return document
+
+
 @cache
 def feeds_openapi_yaml_text() -> str:
     return to_yaml(feeds_openapi())
@@ -280,7 +343,7 @@ def to_yaml(document: dict[str, Any]) -> str:
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
 
 
-DOCUMENTS = {"mail.yaml": mail_openapi, "feeds.yaml": feeds_openapi}
+DOCUMENTS = {"mail.yaml": mail_openapi, "feeds.yaml": feeds_openapi, "auth.yaml": auth_openapi}
 
 
 def write_documents(directory: Path = OPENAPI_DIR) -> list[Path]:
@@ -299,6 +362,11 @@ def mail_openapi_yaml_text() -> str:
     return to_yaml(mail_openapi())
 
 
+@cache
+def auth_openapi_yaml_text() -> str:
+    return to_yaml(auth_openapi())
+
+
 def install_openapi_routes(app: FastAPI) -> None:
     # /docs and /openapi.json show the hand-completed document (bodies and filters included), not
     # FastAPI's own, which cannot see input the routes parse themselves.
@@ -311,3 +379,7 @@ def install_openapi_routes(app: FastAPI) -> None:
     @app.get("/v1/openapi.yaml", include_in_schema=False)
     def feeds_openapi_yaml() -> Response:
         return Response(feeds_openapi_yaml_text(), media_type="application/yaml")
+
+    @app.get("/api/auth/openapi.yaml", include_in_schema=False)
+    def auth_openapi_yaml() -> Response:
+        return Response(auth_openapi_yaml_text(), media_type="application/yaml")

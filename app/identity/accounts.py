@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from enum import StrEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from email_validator import EmailNotValidError, validate_email
@@ -15,11 +16,44 @@ from app.kit.errors import DomainError
 from app.kit.time import utcnow
 from app.models import PLANS, Account, User
 
-USERNAME_PATTERN = re.compile(r"^[a-zA-Z0-9_.]{3,30}$")
+USERNAME_MIN_LENGTH = 3
+USERNAME_MAX_LENGTH = 30
+# ASCII only (a str pattern's [a-z] does not match look-alikes such as Cyrillic letters); always used with
+# fullmatch, since `$` would also match before a trailing newline.
+USERNAME_PATTERN = re.compile(r"[a-zA-Z0-9_.]{3,30}")
+_USERNAME_CHARACTERS = re.compile(r"[a-zA-Z0-9_.]+")
+
+
+class UsernameProblem(StrEnum):
+    """Why a username cannot be used; the values are better-auth's error codes."""
+
+    TOO_SHORT = "USERNAME_TOO_SHORT"
+    TOO_LONG = "USERNAME_TOO_LONG"
+    INVALID = "INVALID_USERNAME"
+
+
+def username_problem(username: str) -> UsernameProblem | None:
+    """Checked in better-auth's order: length first, then the characters."""
+    if len(username) < USERNAME_MIN_LENGTH:
+        return UsernameProblem.TOO_SHORT
+    if len(username) > USERNAME_MAX_LENGTH:
+        return UsernameProblem.TOO_LONG
+    if not _USERNAME_CHARACTERS.fullmatch(username):
+        return UsernameProblem.INVALID
+    return None
 
 
 def find_user_by_email(session: Session, email: str) -> User | None:
     return session.scalars(select(User).where(User.email_key == email.strip().lower())).first()
+
+
+def find_user_by_username(session: Session, username: str) -> User | None:
+    """Usernames are stored lowercase and compared lowercase. Call only with a valid username."""
+    return session.scalars(select(User).where(User.username == username.lower())).first()
+
+
+def username_owner_id(session: Session, username: str) -> int | None:
+    return session.scalars(select(User.id).where(User.username == username.lower())).first()
 
 
 def create_user(
@@ -35,6 +69,8 @@ def create_user(
     is_staff: bool = False,
     warmup_days: int = 0,
     daily_send_limit: int | None = None,
+    display_username: str | None = None,
+    image: str | None = None,
 ) -> User:
     """A user in a new account of its own. Raises DomainError(400) on any invalid or taken value."""
     try:
@@ -59,10 +95,10 @@ def create_user(
         raise DomainError(400, f"A user with the email {email} already exists.")
     username_key = None
     if username is not None:
-        if not USERNAME_PATTERN.match(username):
+        if username_problem(username) is not None:
             raise DomainError(400, "A username is 3 to 30 letters, digits, underscores or dots.")
         username_key = username.lower()
-        if session.scalars(select(User.id).where(User.username == username_key)).first() is not None:
+        if username_owner_id(session, username) is not None:
             raise DomainError(400, f"The username {username} is taken.")
     account = Account(
         plan=plan,
@@ -79,9 +115,10 @@ def create_user(
         email_key=email.lower(),
         name=name.strip(),
         username=username_key,
-        display_username=username,
+        display_username=display_username or username,
         password_hash=hash_password(password) if password else None,
         is_staff=is_staff,
+        image=image,
     )
     session.add(user)
     session.flush()

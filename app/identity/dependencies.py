@@ -1,4 +1,5 @@
-"""Who is calling: the `current_*` dependencies and their aliases (MailUser, PaidMailUser)."""
+"""Who is calling: the `current_*` dependencies and their aliases (MailUser, PaidMailUser for bearer
+tokens; OptionalSessionUser, SessionUser for the session cookie)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ from typing import Annotated
 
 from fastapi import Depends, Request, Response
 
+from app.config import Settings
+from app.db import SessionDep
 from app.identity.principal import Principal
+from app.identity.session_cookie import (
+    SESSION_COOKIE,
+    clear_session_cookie,
+    session_token,
+    set_session_cookie,
+)
+from app.identity.sessions import SignedIn, extend_if_due, find_session
 from app.identity.token_lookup import CachedTokenLookup
 from app.kit.errors import DomainError
 from app.kit.ratelimit import RateLimiter
@@ -64,3 +74,36 @@ async def current_paid_mail_user(principal: MailUser) -> Principal:
 
 
 PaidMailUser = Annotated[Principal, Depends(current_paid_mail_user)]
+
+
+def current_session(request: Request, response: Response, db: SessionDep) -> SignedIn | None:
+    """The signed-in user of the session cookie `tidings.session_token`, or None.
+
+    A cookie that is forged, unknown or expired is cleared. A session in use is extended once a day,
+    with the cookie sent again. Routes that return a Response of their own must copy `response`'s
+    cookies onto it (FastAPI adds them only to returned values).
+    """
+    settings: Settings = request.app.state.settings
+    if SESSION_COOKIE not in request.cookies:
+        return None
+    token = session_token(request, settings)
+    signed_in = find_session(db, token) if token is not None else None
+    if signed_in is None:
+        clear_session_cookie(response, settings)
+        return None
+    if extend_if_due(db, signed_in):
+        set_session_cookie(response, signed_in.token, settings, remember=True)
+    return signed_in
+
+
+OptionalSessionUser = Annotated[SignedIn | None, Depends(current_session)]
+
+
+def current_session_user(signed_in: OptionalSessionUser) -> SignedIn:
+    """The session cookie's user; 401 `UNAUTHORIZED` (better-auth's sessionMiddleware) without one."""
+    if signed_in is None:
+        raise DomainError(401, "Unauthorized", code="UNAUTHORIZED")
+    return signed_in
+
+
+SessionUser = Annotated[SignedIn, Depends(current_session_user)]

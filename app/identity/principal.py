@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, select
+from sqlalchemy import Select, bindparam, null, select
 
-from app.models import Account, PersonalToken, User
+from app.models import Account, OAuthToken, PersonalToken, User
+from app.models.base import UTCDateTime
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,39 @@ def by_token_hash() -> Select[Any]:
         .join(User, User.id == PersonalToken.user_id)
         .join(Account, Account.id == User.account_id)
         .where(PersonalToken.token_hash == bindparam("token_hash"), PersonalToken.revoked_at.is_(None))
+    )
+    return query
+
+
+def by_oauth_access_token_hash() -> Select[Any]:
+    """The same principal for an OAuth access token that is neither revoked nor expired at `now`. The
+    two token columns are null: an OAuth token's use is not recorded."""
+    query: Select[Any] = (
+        select(  # type: ignore[assignment]
+            null().label("token_id"),
+            null().label("token_last_used_at"),
+            User.id,
+            User.account_id,
+            User.email,
+            User.name,
+            User.is_staff,
+            User.created_at,
+            User.updated_at,
+            Account.plan,
+            Account.contact_limit,
+            Account.contacts_count,
+            Account.contacts_version,
+            Account.timezone,
+            Account.warmup_until,
+        )
+        .select_from(OAuthToken)
+        .join(User, User.id == OAuthToken.user_id)
+        .join(Account, Account.id == User.account_id)
+        .where(
+            OAuthToken.access_token_hash == bindparam("token_hash"),
+            OAuthToken.revoked_at.is_(None),
+            OAuthToken.access_expires_at > bindparam("now", type_=UTCDateTime()),
+        )
     )
     return query
 

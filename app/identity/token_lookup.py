@@ -1,4 +1,5 @@
-"""Finding a bearer token's principal: on the event loop with psycopg's async pool on PostgreSQL, or
+"""Finding a bearer token's principal (a personal access token `tdg_...` or an OAuth access token
+`tdo_...`): on the event loop with psycopg's async pool on PostgreSQL, or
 through a session of the app's factory in a worker thread (SQLite, and tests that share one transaction).
 
 Authentication runs on every request; doing it without a worker thread makes `GET /me` need none at all.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Protocol
 
@@ -18,8 +20,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db import PsycopgStatement, transaction
-from app.identity.principal import Principal, by_token_hash, principal_from_row
-from app.identity.tokens import TOKEN_PREFIX, hash_token
+from app.identity.principal import Principal, by_oauth_access_token_hash, by_token_hash, principal_from_row
+from app.identity.tokens import OAUTH_ACCESS_TOKEN_PREFIX, TOKEN_PREFIX, hash_token
 from app.kit.time import utcnow
 from app.models import PersonalToken
 
@@ -39,9 +41,14 @@ class TokenLookup(Protocol):
 
 
 def find_in_session(session: Session, token: str) -> Principal | None:
-    if not token.startswith(TOKEN_PREFIX):
+    if token.startswith(TOKEN_PREFIX):
+        row = session.execute(by_token_hash(), {"token_hash": hash_token(token)}).first()
+    elif token.startswith(OAUTH_ACCESS_TOKEN_PREFIX):
+        row = session.execute(
+            by_oauth_access_token_hash(), {"token_hash": hash_token(token), "now": utcnow()}
+        ).first()
+    else:
         return None
-    row = session.execute(by_token_hash(), {"token_hash": hash_token(token)}).first()
     return principal_from_row(row) if row is not None else None
 
 
@@ -75,6 +82,7 @@ class PostgresTokenLookup:
     """Through a small pool of autocommit connections of psycopg's own async driver."""
 
     QUERY = PsycopgStatement.of(by_token_hash())
+    OAUTH_QUERY = PsycopgStatement.of(by_oauth_access_token_hash())
     TOUCH = "UPDATE personal_tokens SET last_used_at = %(now)s WHERE id = %(id)s"
 
     def __init__(self, pool: AsyncConnectionPool) -> None:
@@ -82,10 +90,16 @@ class PostgresTokenLookup:
         self.pool = pool
 
     async def find(self, token: str) -> Principal | None:
-        if not token.startswith(TOKEN_PREFIX):
+        if token.startswith(TOKEN_PREFIX):
+            sql, params = self.QUERY.sql, self.QUERY.params(token_hash=hash_token(token))
+        elif token.startswith(OAUTH_ACCESS_TOKEN_PREFIX):
+            # Naive UTC, as the timestamp columns store it (the ORM's UTCDateTime is not in this path).
+            now = utcnow().replace(tzinfo=None)
+            sql, params = self.OAUTH_QUERY.sql, self.OAUTH_QUERY.params(token_hash=hash_token(token), now=now)
+        else:
             return None
         async with self.pool.connection() as conn:
-            cursor = await conn.execute(self.QUERY.sql, self.QUERY.params(token_hash=hash_token(token)))
+            cursor = await conn.execute(sql, params)
             row = await cursor.fetchone()
             if row is None:
                 return None
@@ -132,5 +146,15 @@ class CachedTokenLookup:
         return principal
 
     def forget_account(self, account_id: int) -> None:
-        for token in [t for t, (_, p) in self.entries.items() if p.account.id == account_id]:
-            del self.entries[token]
+        """Safe from a worker thread too (sync routes revoke tokens): list() copies the entries in one
+        step under the GIL, and pop() tolerates an entry the event loop removed meanwhile."""
+        for token, (_, principal) in list(self.entries.items()):
+            if principal.account.id == account_id:
+                self.entries.pop(token, None)
+
+
+async def forget_accounts(lookup: CachedTokenLookup, account_ids: Iterable[int]) -> None:
+    """Drop the accounts from the cache; a coroutine, so a response's background task runs it on the
+    event loop rather than in a worker thread."""
+    for account_id in account_ids:
+        lookup.forget_account(account_id)

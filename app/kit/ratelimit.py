@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
 from limits.aio.storage import MemoryStorage, Storage
-from limits.aio.strategies import SlidingWindowCounterRateLimiter
+from limits.aio.strategies import (
+    MovingWindowRateLimiter,
+    SlidingWindowCounterRateLimiter,
+)
+from limits.aio.strategies import (
+    RateLimiter as LimitsStrategy,
+)
 from limits.storage import storage_from_string
 
 from app.kit.time import utcnow
@@ -31,9 +37,13 @@ class RateDecision:
 
 
 class RateLimiter:
-    """One limit (for example `60/minute`) applied per key (for example per user)."""
+    """One limit (for example `60/minute`) applied per key (for example per user).
 
-    def __init__(self, limit: str, redis_url: str = "") -> None:
+    `exact=True` uses the moving window, which remembers every hit: a key over its limit stays refused
+    until its oldest hit leaves the window (sign-in lockouts), where the sliding counter only estimates.
+    """
+
+    def __init__(self, limit: str, redis_url: str = "", *, exact: bool = False) -> None:
         self.item: RateLimitItem = parse(limit)
         storage = (
             storage_from_string(f"async+{redis_url}", implementation="redispy")
@@ -42,10 +52,20 @@ class RateLimiter:
         )
         assert isinstance(storage, Storage)
         self.storage = storage
-        self.limiter = SlidingWindowCounterRateLimiter(storage)
+        self.limiter: LimitsStrategy = (
+            MovingWindowRateLimiter(storage) if exact else SlidingWindowCounterRateLimiter(storage)
+        )
 
     async def hit(self, namespace: str, key: str) -> RateDecision:
         allowed = await self.limiter.hit(self.item, namespace, key)
+        return await self._decision(allowed, namespace, key)
+
+    async def peek(self, namespace: str, key: str) -> RateDecision:
+        """Whether one more hit would be allowed, without counting one."""
+        allowed = await self.limiter.test(self.item, namespace, key)
+        return await self._decision(allowed, namespace, key)
+
+    async def _decision(self, allowed: bool, namespace: str, key: str) -> RateDecision:
         stats = await self.limiter.get_window_stats(self.item, namespace, key)
         retry_after = max(1, int(stats.reset_time - utcnow().timestamp()) + 1)
         return RateDecision(

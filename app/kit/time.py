@@ -24,3 +24,10 @@ def iso_naive_utc(value: datetime | None) -> str | None:
     if value is None:
         return None
     return value.isoformat(timespec="microseconds") + "Z"
+
+
+def iso_millis(value: datetime) -> str:
+    """UTC ISO 8601 with milliseconds and `Z`: how JavaScript's Date serialises (better-auth's JSON)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"

@@ -6,8 +6,9 @@ from app.models.campaigns import DELIVERABLE_STATES, Campaign, CampaignList, Del
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
 from app.models.feeds import FEED_KINDS, SOURCE_KINDS, Feed, FeedItem, Source
 from app.models.forms import Form, FormList
-from app.models.identity import PLANS, Account, PersonalToken, User
+from app.models.identity import PLANS, Account, PersonalToken, User, UserSession
 from app.models.lists import ContactList
+from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
 from app.models.telemetry import TelemetrySetting
 
 __all__ = [
@@ -33,8 +34,12 @@ __all__ = [
     "Form",
     "FormList",
     "ListMembership",
+    "OAuthAuthorizationCode",
+    "OAuthClient",
+    "OAuthToken",
     "PersonalToken",
     "Source",
     "TelemetrySetting",
     "User",
+    "UserSession",
 ]

@@ -68,3 +68,19 @@ class PersonalToken(Timestamped, Base):
     prefix: Mapped[str] = mapped_column(String(16))
     last_used_at: Mapped[datetime | None] = mapped_column(default=None)
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class UserSession(Timestamped, Base):
+    """A signed-in browser or client (better-auth's `session`): the cookie `tidings.session_token`."""
+
+    __tablename__ = "sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # SHA-256 of the session token: a copy of the table signs no one in.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    expires_at: Mapped[datetime]
+    # False for `rememberMe: false`: a browser-session cookie and a short, never extended, lifetime.
+    remember: Mapped[bool] = mapped_column(default=True)
+    ip_address: Mapped[str | None] = mapped_column(String(64), default=None)
+    user_agent: Mapped[str | None] = mapped_column(String(512), default=None)

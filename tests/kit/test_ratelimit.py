@@ -44,3 +44,16 @@ async def test_redis_storage_is_shared_between_limiters() -> None:
     # Two processes behind one Redis see one budget.
     assert not (await first.hit("mail", key)).allowed
     assert not (await second.hit("mail", key)).allowed
+
+
+@pytest.mark.anyio
+async def test_exact_limiter_peeks_without_counting_and_refuses_until_the_oldest_hit_leaves() -> None:
+    limiter = RateLimiter("2/15 minutes", exact=True)
+    for _ in range(5):
+        assert (await limiter.peek("sign-in", "grace")).allowed
+    await limiter.hit("sign-in", "grace")
+    await limiter.hit("sign-in", "grace")
+    refused = await limiter.peek("sign-in", "grace")
+    assert not refused.allowed
+    assert 14 * 60 <= refused.retry_after <= 15 * 60 + 1
+    assert (await limiter.peek("sign-in", "ada")).allowed

@@ -1,0 +1,203 @@
+"""The signed-in person's own pages: sign in and out with the session cookie, and /account/tokens to
+create and revoke personal access tokens for the email API (shown once, revoked at once)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from html import escape
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi import Path as PathParam
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
+from starlette.background import BackgroundTask
+
+from app.authroutes.pages import (
+    local_path,
+    page,
+    redirect,
+    sign_in_form,
+    sign_in_url,
+    signed_in_line,
+    with_cookies,
+)
+from app.config import Settings
+from app.db import SessionDep
+from app.identity.dependencies import OptionalSessionUser
+from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin
+from app.identity.session_cookie import clear_session_cookie, session_token, set_session_cookie
+from app.identity.sessions import end_session
+from app.identity.sign_in import sign_in_with_password
+from app.identity.token_lookup import CachedTokenLookup, forget_accounts
+from app.identity.tokens import create_personal_token, live_personal_tokens, revoke_personal_token
+from app.kit.errors import DomainError
+from app.models import PersonalToken, User
+
+router = APIRouter(include_in_schema=False)
+TOKENS_PATH = "/account/tokens"
+TOKEN_NAME_MAX_LENGTH = 191
+# A token id is an INTEGER column: a larger number names no token (404) instead of overflowing the driver.
+TokenId = Annotated[int, PathParam(ge=1, le=2**31 - 1)]
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+async def _form(request: Request) -> dict[str, str]:
+    form = await request.form()
+    return {key: value for key, value in form.items() if isinstance(value, str)}
+
+
+@router.get("/account/sign-in")
+def sign_in_page(request: Request, response: Response, signed_in: OptionalSessionUser) -> Response:
+    next_path = local_path(request.query_params.get("next"))
+    if signed_in is not None:
+        return with_cookies(redirect(next_path), response)
+    return with_cookies(page("Sign in", sign_in_form(next_path, heading="Sign in to Tidings")), response)
+
+
+@router.post("/account/sign-in", dependencies=[Depends(check_sign_in_origin)])
+async def sign_in_submit(request: Request, db: SessionDep) -> Response:
+    form = await _form(request)
+    next_path = local_path(form.get("next"))
+    username, password = form.get("username", ""), form.get("password", "")
+
+    def again(error: str, status: int) -> HTMLResponse:
+        body = sign_in_form(next_path, heading="Sign in to Tidings", error=error, username=username[:30])
+        return page("Sign in", body, status=status)
+
+    try:
+        signed_in = await sign_in_with_password(
+            db,
+            request.app.state.sign_in_throttle,
+            username=username,
+            password=password,
+            address=request.client.host if request.client else "unknown",
+            user_agent=request.headers.get("user-agent"),
+        )
+    except DomainError as refused:
+        if refused.status == 429:
+            page_429 = again("Too many failed sign-ins. Please try again later.", 429)
+            page_429.headers.update(refused.headers)
+            return page_429
+        return again("Invalid username or password.", 401)
+    response = redirect(next_path)
+    set_session_cookie(response, signed_in.token, _settings(request), remember=True)
+    return response
+
+
+@router.post("/account/sign-out", dependencies=[Depends(check_cookie_origin)])
+def sign_out_submit(request: Request, db: SessionDep) -> Response:
+    settings = _settings(request)
+    token = session_token(request, settings)
+    if token is not None:
+        end_session(db, token)
+    response = redirect("/account/sign-in")
+    clear_session_cookie(response, settings)
+    return response
+
+
+def _when(value: datetime | None) -> str:
+    if value is None:
+        return "never"
+    stamp = value.strftime("%Y-%m-%d %H:%M UTC")
+    return f'<time datetime="{value.isoformat()}">{stamp}</time>'
+
+
+def _tokens_page(user: User, tokens: list[PersonalToken], *, new_token: str = "", error: str = "") -> str:
+    parts = [signed_in_line(user), "<h1>Personal access tokens</h1>"]
+    parts.append(
+        "<p>A token lets a program use the email API as you: send it as "
+        "<code>Authorization: Bearer &lt;token&gt;</code>. Revoke a token you no longer use.</p>"
+    )
+    if new_token:
+        parts.append(
+            '<section aria-labelledby="new-token"><h2 id="new-token">Your new token</h2>'
+            "<p>Copy it now: it is not shown again.</p>"
+            f'<p class="token" id="token-value">{escape(new_token)}</p></section>'
+        )
+    if error:
+        parts.append(f'<p role="alert">{escape(error)}</p>')
+    parts.append(
+        '<h2>Create a token</h2><form method="post" action="/account/tokens">'
+        '<label for="token-name">Name (what will use it)</label>'
+        f'<input type="text" id="token-name" name="name" maxlength="{TOKEN_NAME_MAX_LENGTH}">'
+        '<button type="submit">Create token</button></form>'
+    )
+    parts.append("<h2>Your tokens</h2>")
+    if not tokens:
+        parts.append("<p>You have no tokens.</p>")
+    else:
+        rows = "".join(
+            f"<tr><td>{escape(token.name) or '<em>unnamed</em>'}</td>"
+            f"<td><code>{escape(token.prefix)}…</code></td>"
+            f"<td>{_when(token.created_at)}</td><td>{_when(token.last_used_at)}</td>"
+            f'<td><form method="post" action="/account/tokens/{token.id}/revoke">'
+            '<button type="submit" class="secondary" '
+            f'aria-label="Revoke {escape(token.name or token.prefix)}">Revoke</button></form></td></tr>'
+            for token in tokens
+        )
+        parts.append(
+            '<table><thead><tr><th scope="col">Name</th><th scope="col">Starts with</th>'
+            '<th scope="col">Created</th><th scope="col">Last used</th><th scope="col">'
+            '<span class="visually-hidden">Action</span></th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>"
+        )
+    return "".join(parts)
+
+
+@router.get(TOKENS_PATH)
+def tokens_page(response: Response, signed_in: OptionalSessionUser, db: SessionDep) -> Response:
+    if signed_in is None:
+        return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
+    tokens = live_personal_tokens(db, signed_in.user.id)
+    return with_cookies(page("Personal access tokens", _tokens_page(signed_in.user, tokens)), response)
+
+
+@router.post(TOKENS_PATH, dependencies=[Depends(check_cookie_origin)])
+async def create_token_submit(
+    request: Request, response: Response, signed_in: OptionalSessionUser, db: SessionDep
+) -> Response:
+    if signed_in is None:
+        return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
+    name = (await _form(request)).get("name", "").strip()
+    user = signed_in.user
+    if len(name) > TOKEN_NAME_MAX_LENGTH or "\x00" in name:
+        tokens = await run_in_threadpool(live_personal_tokens, db, user.id)
+        body = _tokens_page(user, tokens, error=f"A name is at most {TOKEN_NAME_MAX_LENGTH} characters.")
+        return with_cookies(page("Personal access tokens", body, status=400), response)
+    tokens, token = await run_in_threadpool(_create_token, db, user, name)
+    body = _tokens_page(user, tokens, new_token=token)
+    return with_cookies(page("Personal access tokens", body, status=201), response)
+
+
+def _create_token(db: Session, user: User, name: str) -> tuple[list[PersonalToken], str]:
+    _, token = create_personal_token(db, user, name)
+    return live_personal_tokens(db, user.id), token
+
+
+@router.post(TOKENS_PATH + "/{token_id}/revoke", dependencies=[Depends(check_cookie_origin)])
+def revoke_token_submit(
+    request: Request, response: Response, token_id: TokenId, signed_in: OptionalSessionUser, db: SessionDep
+) -> Response:
+    if signed_in is None:
+        return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
+    revoked = revoke_personal_token(db, signed_in.user.id, token_id)
+    if revoked is None:
+        body = (
+            signed_in_line(signed_in.user)
+            + "<h1>No such token</h1>"
+            + (f'<p><a href="{TOKENS_PATH}">Back to your tokens</a></p>')
+        )
+        return with_cookies(page("No such token", body, status=404), response)
+    # This process may remember the token for a second: forget it now, and again once the revocation is
+    # committed (a request in between could have looked the token up again), so it counts at once.
+    lookup: CachedTokenLookup = request.app.state.token_lookup
+    lookup.forget_account(signed_in.user.account_id)
+    done = redirect(TOKENS_PATH)
+    done.background = BackgroundTask(forget_accounts, lookup, [signed_in.user.account_id])
+    return with_cookies(done, response)

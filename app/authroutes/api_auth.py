@@ -1,0 +1,247 @@
+"""/api/auth: the routes of better-auth (core and `username` plugin) that Tidings serves, answering as
+better-auth does so that its client works unchanged. Every cookie-carrying POST passes the Origin guard."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+
+from app.authroutes.body import Field, read_body, validated
+from app.authroutes.schemas import (
+    AuthErrorOut,
+    SessionWithUser,
+    SignInOut,
+    SignOutOut,
+    SignUpOut,
+    StatusOut,
+    UsernameAvailability,
+    session_out,
+    user_out,
+)
+from app.config import Settings
+from app.db import SessionDep
+from app.identity.auth_errors import AuthCode, auth_error
+from app.identity.dependencies import OptionalSessionUser, SessionUser
+from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin, is_trusted_url
+from app.identity.profile import UNSET, update_profile
+from app.identity.session_cookie import clear_session_cookie, session_token, set_session_cookie
+from app.identity.sessions import end_session
+from app.identity.sign_in import sign_in_with_password
+from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in, username_available
+from app.identity.token_lookup import CachedTokenLookup
+
+# What any POST of the family may answer besides its own codes.
+POST_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": AuthErrorOut, "description": description}
+    for status, description in (
+        (400, "VALIDATION_ERROR, or a rule of the route (see its codes)"),
+        (403, "A cookie-carrying request without this service's Origin (INVALID_ORIGIN)"),
+        (415, "UNSUPPORTED_MEDIA_TYPE"),
+    )
+}
+
+router = APIRouter(prefix="/api/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
+
+
+async def json_body(request: Request) -> Any:
+    return await read_body(request)
+
+
+JsonBody = Annotated[Any, Depends(json_body)]
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def settings_of(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def error_response(status: int, description: str) -> dict[int | str, dict[str, Any]]:
+    return {**POST_ERRORS, status: {"model": AuthErrorOut, "description": description}}
+
+
+@router.post(
+    "/is-username-available",
+    operation_id="isUsernameAvailable",
+    response_model=UsernameAvailability,
+    summary="Whether a username is free (no session needed)",
+    responses=error_response(422, "USERNAME_TOO_SHORT, USERNAME_TOO_LONG or INVALID_USERNAME"),
+)
+def is_username_available(body: JsonBody, db: SessionDep) -> UsernameAvailability:
+    fields = validated(body, [Field("username", str, reject_nul=False)])
+    return UsernameAvailability(available=username_available(db, fields["username"]))
+
+
+@router.post(
+    "/sign-up/email",
+    operation_id="signUpWithEmailAndPassword",
+    response_model=SignUpOut,
+    summary="Sign up with e-mail and password (400 EMAIL_PASSWORD_SIGN_UP_DISABLED while closed)",
+    dependencies=[Depends(check_sign_in_origin)],
+    responses=error_response(422, "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL"),
+)
+async def sign_up_email(request: Request, response: Response, db: SessionDep) -> SignUpOut:
+    settings = settings_of(request)
+    # Before the body is read: a closed sign-up answers the same whatever is sent.
+    if not settings.auth_signup_enabled:
+        raise auth_error(400, AuthCode.EMAIL_PASSWORD_SIGN_UP_DISABLED)
+    fields = validated(
+        await read_body(request, form_allowed=True),
+        [
+            Field("name", str, min_length=1, max_length=191),
+            Field("email", str, max_length=191),
+            Field("password", str, reject_nul=False),
+            Field("username", str, required=False, reject_nul=False),
+            Field("displayUsername", str, required=False, max_length=191),
+            Field("image", str, required=False, nullable=True, max_length=2048),
+            Field("callbackURL", str, required=False),
+            Field("rememberMe", bool, required=False),
+        ],
+    )
+    remember = fields.get("rememberMe") is not False
+    new_user = SignUpRequest(
+        email=fields["email"],
+        password=fields["password"],
+        name=fields["name"],
+        username=fields.get("username"),
+        display_username=fields.get("displayUsername"),
+        image=fields.get("image"),
+    )
+    signed_in = await run_in_threadpool(
+        lambda: sign_up_and_sign_in(
+            db,
+            new_user,
+            remember=remember,
+            address=client_address(request),
+            user_agent=request.headers.get("user-agent"),
+        )
+    )
+    set_session_cookie(response, signed_in.token, settings, remember=remember)
+    return SignUpOut(token=signed_in.token, user=user_out(signed_in.user))
+
+
+@router.post(
+    "/sign-in/username",
+    operation_id="signInUsername",
+    response_model=SignInOut,
+    summary="Sign in with username and password; sets the session cookie tidings.session_token",
+    responses={
+        **POST_ERRORS,
+        **error_response(401, "INVALID_USERNAME_OR_PASSWORD, whatever was wrong"),
+        **error_response(403, "INVALID_CALLBACK_URL: a callbackURL off this service"),
+        **error_response(429, "Too many failed sign-ins for this username or address; see Retry-After"),
+    },
+)
+async def sign_in_username(request: Request, body: JsonBody, db: SessionDep) -> Response:
+    fields = validated(
+        body,
+        [
+            Field("username", str, reject_nul=False),
+            Field("password", str, reject_nul=False),
+            Field("rememberMe", bool, required=False),
+            Field("callbackURL", str, required=False),
+        ],
+    )
+    settings = settings_of(request)
+    callback_url: str | None = fields.get("callbackURL") or None
+    if callback_url is not None and not is_trusted_url(callback_url, settings, allow_relative=True):
+        raise auth_error(403, AuthCode.INVALID_CALLBACK_URL)
+    signed_in = await sign_in_with_password(
+        db,
+        request.app.state.sign_in_throttle,
+        username=fields["username"],
+        password=fields["password"],
+        address=client_address(request),
+        user_agent=request.headers.get("user-agent"),
+        remember=fields.get("rememberMe") is not False,
+    )
+    answer = SignInOut(
+        redirect=callback_url is not None,
+        token=signed_in.token,
+        url=callback_url,
+        user=user_out(signed_in.user),
+    )
+    # A Response of its own: better-auth's `url: undefined` is no key at all in its JSON.
+    absent = {"url"} if callback_url is None else set()
+    reply = JSONResponse(answer.model_dump(mode="json", by_alias=True, exclude=absent))
+    reply.headers.update({"Cache-Control": "no-store"})
+    set_session_cookie(reply, signed_in.token, settings, remember=signed_in.session.remember)
+    if callback_url is not None:
+        reply.headers["Location"] = callback_url
+    return reply
+
+
+@router.post(
+    "/update-user",
+    operation_id="updateUser",
+    response_model=StatusOut,
+    summary="Change the signed-in user's name, image or username (session cookie required)",
+    responses={
+        **error_response(
+            400,
+            "USERNAME_IS_IMMUTABLE (TIDINGS_AUTH_USERNAME_CHANGE), USERNAME_IS_ALREADY_TAKEN, "
+            "USERNAME_TOO_SHORT, USERNAME_TOO_LONG, INVALID_USERNAME, EMAIL_CAN_NOT_BE_UPDATED, "
+            "NO_FIELDS_TO_UPDATE, VALIDATION_ERROR",
+        ),
+        **error_response(401, "UNAUTHORIZED: no valid session cookie"),
+    },
+)
+def update_user(request: Request, signed_in: SessionUser, body: JsonBody, db: SessionDep) -> StatusOut:
+    fields = validated(
+        body,
+        [
+            Field("name", str, required=False, min_length=1, max_length=191),
+            Field("image", str, required=False, nullable=True, max_length=2048),
+            Field("username", str, required=False, reject_nul=False),
+            Field("displayUsername", str, required=False, max_length=191),
+        ],
+    )
+    update_profile(
+        db,
+        signed_in.user,
+        policy=settings_of(request).auth_username_change,
+        name=fields.get("name", UNSET),
+        image=fields.get("image", UNSET),
+        username=fields.get("username", UNSET),
+        display_username=fields.get("displayUsername", UNSET),
+        email=fields.get("email", UNSET),
+    )
+    # Bearer-token principals carry the name: drop what this process remembers of the account.
+    lookup: CachedTokenLookup = request.app.state.token_lookup
+    lookup.forget_account(signed_in.user.account_id)
+    return StatusOut(status=True)
+
+
+@router.get(
+    "/get-session",
+    operation_id="getSession",
+    response_model=SessionWithUser | None,
+    summary="The session of the cookie and its user, or null",
+)
+def get_session(response: Response, signed_in: OptionalSessionUser) -> SessionWithUser | None:
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Pragma"] = "no-cache"
+    if signed_in is None:
+        return None
+    return SessionWithUser(session=session_out(signed_in), user=user_out(signed_in.user))
+
+
+@router.post(
+    "/sign-out",
+    operation_id="signOut",
+    response_model=SignOutOut,
+    summary="End the cookie's session and clear the cookie",
+)
+def sign_out(request: Request, response: Response, db: SessionDep) -> SignOutOut:
+    settings = settings_of(request)
+    token = session_token(request, settings)
+    if token is not None:
+        end_session(db, token)
+    clear_session_cookie(response, settings)
+    return SignOutOut(success=True)
