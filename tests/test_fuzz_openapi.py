@@ -25,8 +25,9 @@ def fuzz_token(engine: Engine) -> Iterator[str]:
         yield token
 
 
-def test_email_api_survives_schemathesis(
-    database_url: str, tmp_path: Path, fuzz_token: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("document", ["mail.yaml", "feeds.yaml", "auth.yaml"])
+def test_api_survives_schemathesis(
+    document: str, database_url: str, tmp_path: Path, fuzz_token: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with served_app(database_url, tmp_path / "var") as base:
         result = subprocess.run(
@@ -35,7 +36,7 @@ def test_email_api_survives_schemathesis(
                 "-m",
                 "schemathesis.cli",
                 "run",
-                str(ROOT / "openapi" / "mail.yaml"),
+                str(ROOT / "openapi" / document),
                 "--url",
                 base,
                 "--header",
@@ -59,6 +60,6 @@ def test_email_api_survives_schemathesis(
         )
     summary = re.search(r"(\d+) generated, (.*)", result.stdout)
     with capsys.disabled():
-        print(f"\nschemathesis on openapi/mail.yaml: {summary.group(0) if summary else 'no summary'}")
+        print(f"\nschemathesis on openapi/{document}: {summary.group(0) if summary else 'no summary'}")
     assert result.returncode == 0, result.stdout[-6000:]
-    assert summary is not None and int(summary.group(1)) > 500
+    assert summary is not None and int(summary.group(1)) > 100
