@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from send_rig import (  # noqa: E402
+from send_rig import (
     DEFAULT_DATABASE_URL,
     Sink,
     Worker,
@@ -51,9 +51,9 @@ from send_rig import (  # noqa: E402
     worker_env,
 )
 
-from app.config import Settings  # noqa: E402
-from app.db import create_db_engine  # noqa: E402
-from app.scheduler import SEND_LANES  # noqa: E402
+from app.config import Settings
+from app.db import create_db_engine
+from app.scheduler import SEND_LANES
 
 TARGET_MESSAGES_PER_S = 2000.0
 TARGET_PEAK_RSS_MB = 300.0
@@ -72,7 +72,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--recipients", type=int, default=100_000)
     parser.add_argument("--workers", type=int, default=1, help="`tidings worker` processes")
     parser.add_argument(
-        "--reference-messages", type=int, default=0, help="messages smtp-source sends (default: min(N, 100000))"
+        "--reference-messages", type=int, default=0, help="smtp-source's messages (default: min(N, 100000))"
     )
     parser.add_argument("--reference-sessions", type=int, default=20, help="smtp-source parallel sessions")
     parser.add_argument(

@@ -32,9 +32,9 @@ for path in (ROOT, HERE):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from api import free_port, prepare_database, say  # noqa: E402
 from sqlalchemy import Engine, text  # noqa: E402
 
-from api import free_port, prepare_database, say  # noqa: E402
 from app.db import create_db_engine, make_session_factory, transaction  # noqa: E402
 from app.identity.accounts import create_user  # noqa: E402
 from app.kit.time import utcnow  # noqa: E402
@@ -65,7 +65,9 @@ something caught your attention: every message is read by a human.</p>
 <p>A practical look at running work queues on the database you already have: claiming rows with
 <code>FOR UPDATE SKIP LOCKED</code>, leases for crashed workers and what it costs at a million rows a
 day. The short version: less than you think, as long as the hot index stays small and the claim is
-one statement. <a href="https://example.com/articles/queues-are-tables?utm_source=tidings&amp;utm_medium=email">Read the article</a></p>
+one statement.
+<a href="https://example.com/articles/queues-are-tables?utm_source=tidings&amp;utm_medium=email">Read
+the article</a></p>
 <h2>2. The quiet return of plain text email</h2>
 <p class="meta">4 minute read</p>
 <p>Why several newsletters we admire went back to mostly-text messages, what happened to their open
@@ -91,7 +93,7 @@ with no configuration. <a href="https://github.com/example/tool-of-the-week">See
 address: 1 Example Street, Example City. Manage your preferences by replying to this email.</p>
 </body></html>
 """
-SUBJECT = "{{ first_name | \"Friend\" }}, this week: queues, plain text and measuring first"
+SUBJECT = '{{ first_name | "Friend" }}, this week: queues, plain text and measuring first'
 
 
 # ------------------------------------------------------------------------------------------- the seed
@@ -191,8 +193,7 @@ def queue_state(engine: Engine, campaign_id: int, *, detail: bool = False) -> Qu
         ).scalar_one()
         remaining = conn.execute(
             text(
-                "SELECT count(*) FROM deliverables WHERE state IN ('queued', 'sending')"
-                " AND campaign_id = :c"
+                "SELECT count(*) FROM deliverables WHERE state IN ('queued', 'sending') AND campaign_id = :c"
             ),
             {"c": campaign_id},
         ).scalar_one()
@@ -335,7 +336,8 @@ class Sink:
         elapsed = time.perf_counter() - started
         time.sleep(0.2)
         received = self.messages - before
-        say(f"reference: {messages:,} messages of {size} bytes in {elapsed:.2f}s = {messages / elapsed:,.0f}/s")
+        rate = messages / elapsed
+        say(f"reference: {messages:,} messages of {size} bytes in {elapsed:.2f}s = {rate:,.0f}/s")
         return {
             "messages": messages,
             "received": received,
