@@ -196,6 +196,10 @@ def users_create(
     staff: Annotated[bool, typer.Option("--staff", help="Mark the user as staff")] = False,
     timezone: Annotated[str, typer.Option(help="IANA time zone of the account")] = "UTC",
     warmup_days: Annotated[int, typer.Option(help="Days before the account may send")] = 0,
+    daily_send_limit: Annotated[
+        int | None,
+        typer.Option(help="Emails a UTC day (default: TIDINGS_DAILY_SEND_LIMIT; 0: no cap)"),
+    ] = None,
 ) -> None:
     """Make a user in a new account; prints the user id."""
     settings = Settings()
@@ -213,6 +217,7 @@ def users_create(
             timezone=timezone,
             is_staff=staff,
             warmup_days=warmup_days,
+            daily_send_limit=daily_send_limit,
         )
         return user.id
 

@@ -349,3 +349,20 @@ def test_serve_demo_serves_and_prints_the_same_token_every_time(tmp_path: Path) 
         assert me.status_code == 200, me.text
     assert demo.scalar("SELECT count(*) FROM users WHERE email_key = 'demo@example.com'") == 1
     assert demo.scalar("SELECT count(*) FROM personal_tokens") == 1
+
+
+def test_users_create_sets_a_daily_send_limit(place: Place) -> None:
+    email = "capped@example.com"
+    ok(place.run("users", "create", "--email", email, "--name", "Capped", "--daily-send-limit", "250"))
+    sql = "SELECT daily_send_limit FROM accounts JOIN users ON users.account_id = accounts.id"
+    sql += " WHERE email_key = :e"
+    assert place.scalar(sql, e=email) == 250
+    line = user_error(
+        place.run("users", "create", "--email", "neg@example.com", "--name", "N", "--daily-send-limit", "-1")
+    )
+    assert "daily send limit" in line
+
+
+def test_worker_once_sends_what_is_due_and_exits(place: Place) -> None:
+    out = ok(place.run("worker", "--once"))
+    assert re.fullmatch(r"sent \d+ emails\n", out), out

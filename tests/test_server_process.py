@@ -155,3 +155,11 @@ def test_contact_pages_served_from_the_event_loop_follow_changes(
         # A filtered listing takes the other path and agrees.
         filtered = http.get("/contacts", params={"page": 2, "unsubscribed": "false"}).json()
         assert [c["email"] for c in filtered["data"]] == expected[101:201]
+        # ...to the byte, once parsed: the same contacts in the same shape, timestamps included.
+        assert filtered["data"] == page(2)["data"]
+        assert (filtered["from"], filtered["to"]) == (page(2)["from"], page(2)["to"]) == (101, 200)
+        one = http.get(f"/contacts/{filtered['data'][0]['id']}").json()
+        assert {key: one[key] for key in filtered["data"][0]} == filtered["data"][0]
+        assert list(page(2)["data"][0]) == list(filtered["data"][0])
+        beyond = page(9)
+        assert (beyond["data"], beyond["from"], beyond["to"]) == ([], None, None)

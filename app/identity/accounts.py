@@ -34,6 +34,7 @@ def create_user(
     timezone: str = "UTC",
     is_staff: bool = False,
     warmup_days: int = 0,
+    daily_send_limit: int | None = None,
 ) -> User:
     """A user in a new account of its own. Raises DomainError(400) on any invalid or taken value."""
     try:
@@ -48,6 +49,8 @@ def create_user(
         raise DomainError(400, "The contact limit must not be negative.")
     if warmup_days < 0:
         raise DomainError(400, "The warm-up must not be negative.")
+    if daily_send_limit is not None and daily_send_limit < 0:
+        raise DomainError(400, "The daily send limit must not be negative.")
     try:
         ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError) as exc:
@@ -66,6 +69,7 @@ def create_user(
         contact_limit=contact_limit,
         timezone=timezone,
         warmup_until=utcnow() + timedelta(days=warmup_days) if warmup_days else None,
+        daily_send_limit=daily_send_limit,
     )
     session.add(account)
     session.flush()

@@ -8,6 +8,8 @@ from threading import Lock
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
+
 
 @dataclass(frozen=True)
 class PageRequest:
@@ -34,12 +36,22 @@ def parse_page(raw: str | None, per_page: int) -> PageRequest:
 
 
 def page_envelope(
-    data: list[Any], total: int, request: PageRequest, path: str, query: dict[str, str] | None = None
+    data: list[Any] | orjson.Fragment,
+    total: int,
+    request: PageRequest,
+    path: str,
+    query: dict[str, str] | None = None,
+    *,
+    count: int | None = None,
 ) -> dict[str, Any]:
-    """The envelope: data, current_page, per_page, total, last_page, from, to and the page URLs."""
+    """The envelope: data, current_page, per_page, total, last_page, from, to and the page URLs.
+
+    `data` may be JSON already serialised (an orjson Fragment); `count` then says how many rows it holds.
+    """
     last_page = max(1, -(-total // request.per_page))
-    first_index = request.offset + 1 if data else None
-    last_index = request.offset + len(data) if data else None
+    rows = count if count is not None else len(data)
+    first_index = request.offset + 1 if rows else None
+    last_index = request.offset + rows if rows else None
     kept = {k: v for k, v in (query or {}).items() if k != "page"}
 
     def url(page: int) -> str:

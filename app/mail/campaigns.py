@@ -110,9 +110,15 @@ def set_campaign_lists(session: Session, campaign_id: int, list_ids: list[int]) 
         session.add(CampaignList(campaign_id=campaign_id, list_id=list_id))
 
 
-def regular_campaign(session: Session, campaign_id: int, account_id: int) -> Campaign:
-    """A live campaign of the account that is not an automation email (those are edited elsewhere)."""
-    campaign = session.get(Campaign, campaign_id)
+def regular_campaign(
+    session: Session, campaign_id: int, account_id: int, *, for_update: bool = False
+) -> Campaign:
+    """A live campaign of the account that is not an automation email (those are edited elsewhere).
+
+    Writes lock the row: a worker starting to send it (which sets sent_at under the same lock) either
+    finished before, and the write sees sent_at and answers 409, or waits until the write is done.
+    """
+    campaign = session.get(Campaign, campaign_id, with_for_update=for_update)
     if (
         campaign is None
         or campaign.account_id != account_id
@@ -215,7 +221,7 @@ def get_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dic
 def update_campaign(
     id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> dict[str, Any]:
-    campaign = regular_campaign(session, id, principal.account.id)
+    campaign = regular_campaign(session, id, principal.account.id, for_update=True)
     reject_if_sent(campaign)
     body = validate(CampaignUpdate, raw, status=422)
     given = body.model_fields_set
@@ -263,7 +269,7 @@ def update_campaign(
     responses={404: {"model": ErrorOut}, 409: {"model": ErrorOut}},
 )
 def delete_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
-    campaign = regular_campaign(session, id, principal.account.id)
+    campaign = regular_campaign(session, id, principal.account.id, for_update=True)
     reject_if_sent(campaign)
     campaign.deleted_at = utcnow()
     session.flush()
@@ -282,7 +288,7 @@ def delete_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> 
     },
 )
 def send_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    campaign = regular_campaign(session, id, principal.account.id)
+    campaign = regular_campaign(session, id, principal.account.id, for_update=True)
     reject_if_sent(campaign)
     if campaign.scheduled_at is not None:
         raise Conflict("Campaign is already scheduled.", code="already_scheduled")

@@ -86,9 +86,13 @@ def paginate_rows(
     return paged_for(request, rows, page, total)
 
 
+def page_path(request: Request) -> str:
+    """The listing's URL without its query: the base of the envelope's page URLs."""
+    return str(request.base_url).rstrip("/") + request.url.path
+
+
 def paged_for(request: Request, rows: list[RowT], page: PageRequest, total: int) -> Paged[RowT]:
-    path = str(request.base_url).rstrip("/") + request.url.path
-    return Paged(rows, page, total, path, dict(request.query_params))
+    return Paged(rows, page, total, page_path(request), dict(request.query_params))
 
 
 def page_query(query: Select[Any], page: PageRequest) -> Select[Any]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from psycopg_pool import AsyncConnectionPool
@@ -18,11 +19,14 @@ from sqlalchemy import (
     DateTime,
     Select,
     String,
+    Text,
     any_,
     bindparam,
+    cast,
     delete,
     func,
     literal,
+    literal_column,
     null,
     or_,
     select,
@@ -30,13 +34,14 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from app.db import PsycopgStatement, SessionDep, upsert
 from app.identity.dependencies import PaidMailUser, rate_headers
 from app.identity.principal import AccountInfo, Principal
 from app.kit.errors import DomainError, NotFound, ValidationFailed
-from app.kit.pagination import PageAnchors, parse_page
+from app.kit.pagination import PageAnchors, page_envelope, parse_page
 from app.kit.responses import json_response
 from app.kit.time import iso_naive_utc, utcnow
 from app.mail.common import (
@@ -44,7 +49,7 @@ from app.mail.common import (
     check_list_ids,
     live_list_ids_among,
     owned,
-    paged_for,
+    page_path,
     paginate,
     paginate_rows,
 )
@@ -375,6 +380,28 @@ def contact_listing(
     )
 
 
+def _page_as_json(page: Select[*tuple[Any, ...]]) -> Select[int, str]:
+    """(row count, the rows as a JSON array in ContactOut's shape) of a page of CONTACT_COLUMNS."""
+    rows = page.subquery("page")
+
+    def stamp(column: Any) -> Any:
+        return func.to_char(column, literal_column("""'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'"""))
+
+    contact = func.json_build_object(
+        literal_column("'id'"), rows.c.id,
+        literal_column("'email'"), rows.c.email,
+        literal_column("'first_name'"), rows.c.first_name,
+        literal_column("'last_name'"), rows.c.last_name,
+        literal_column("'ip_address'"), rows.c.ip_address,
+        literal_column("'unsubscribed_at'"), stamp(rows.c.unsubscribed_at),
+        literal_column("'created_at'"), stamp(rows.c.created_at),
+        literal_column("'updated_at'"), stamp(rows.c.updated_at),
+    )  # fmt: skip
+    array = func.json_agg(aggregate_order_by(contact, rows.c.id))
+    json_text = cast(func.coalesce(array, literal_column("'[]'::json")), Text)
+    return select(func.count(), json_text).select_from(rows)
+
+
 class AccountContactsSql:
     """The unfiltered listing of an account's contacts as psycopg SQL, compiled once: the hot path of
     clients that page through every contact runs on the event loop with the async pool."""
@@ -384,11 +411,15 @@ class AccountContactsSql:
         .where(Contact.account_id == bindparam("account_id"), Contact.deleted_at.is_(None))
         .order_by(Contact.id)
     )
-    FIRST_PAGE = PsycopgStatement.of(_live.limit(CONTACTS_PER_PAGE))
+    # Each page is built as JSON text by PostgreSQL itself (with its row count): the event loop then
+    # only splices it into the envelope, instead of turning 100 rows into dicts and serialising them.
+    FIRST_PAGE = PsycopgStatement.of(_page_as_json(_live.limit(CONTACTS_PER_PAGE)))
     ID_AT_OFFSET = PsycopgStatement.of(
         _live.with_only_columns(Contact.id).offset(bindparam("offset")).limit(1)
     )
-    PAGE_FROM = PsycopgStatement.of(_live.where(Contact.id >= bindparam("first_id")).limit(CONTACTS_PER_PAGE))
+    PAGE_FROM = PsycopgStatement.of(
+        _page_as_json(_live.where(Contact.id >= bindparam("first_id")).limit(CONTACTS_PER_PAGE))
+    )
 
 
 async def account_contacts_page(
@@ -398,13 +429,12 @@ async def account_contacts_page(
     sql = AccountContactsSql
     page = parse_page(request.query_params.get("page"), CONTACTS_PER_PAGE)
     total = account.contacts_count
-    rows: list[Any] = []
+    count, data = 0, "[]"
     if page.offset < total:
         async with pool.connection() as conn:
-            if page.offset == 0:
-                first = sql.FIRST_PAGE
-                rows = await (await conn.execute(first.sql, first.params(account_id=account.id))).fetchall()
-            else:
+            statement: PsycopgStatement | None = sql.FIRST_PAGE
+            values = sql.FIRST_PAGE.params(account_id=account.id)
+            if page.offset > 0:
                 anchors: PageAnchors = request.app.state.page_anchors
                 key = ("contacts", account.id, account.contacts_version, page.page)
                 first_id = anchors.get(key)
@@ -416,11 +446,15 @@ async def account_contacts_page(
                     first_id = found[0] if found else None
                     if first_id is not None:
                         anchors.put(key, first_id)
-                if first_id is not None:
-                    since = sql.PAGE_FROM
-                    values = since.params(account_id=account.id, first_id=first_id)
-                    rows = await (await conn.execute(since.sql, values)).fetchall()
-    envelope = paged_for(request, rows, page, total).envelope([contact_json(row) for row in rows])
+                statement = sql.PAGE_FROM if first_id is not None else None
+                values = sql.PAGE_FROM.params(account_id=account.id, first_id=first_id)
+            if statement is not None:
+                row = await (await conn.execute(statement.sql, values)).fetchone()
+                if row is not None:
+                    count, data = row[0], row[1]
+    envelope = page_envelope(
+        orjson.Fragment(data), total, page, page_path(request), dict(request.query_params), count=count
+    )
     return json_response(envelope, headers=rate_headers(request))
 
 

@@ -30,6 +30,7 @@ from app.models import (
     Deliverable,
     ListMembership,
 )
+from app.models.base import UTCDateTime
 
 # Retries of an SMTP 4xx: 1, 2, 4 ... minutes, capped at an hour; given up after this many attempts.
 MAX_ATTEMPTS = 8
@@ -69,8 +70,9 @@ class Outcome:
     error: str | None = None
 
 
-def naive(moment: datetime) -> datetime:
-    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+def aware(moment: datetime) -> datetime:
+    """Columns hand back aware UTC datetimes; compare like with like (naive input is taken as UTC)."""
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 # --- fan-out --------------------------------------------------------------------------------------
@@ -103,7 +105,7 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
     The campaign row is locked (skipped by other workers) and `sent_at` set in the same transaction as
     the INSERT ... SELECT, so a campaign is fanned out exactly once even with several workers.
     """
-    now = naive(now)
+    now = aware(now)
     due = session.execute(
         select(Campaign.id, Campaign.account_id)
         .where(
@@ -123,10 +125,10 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
                 literal(campaign_id),
                 Contact.id,
                 literal("queued"),
-                literal(now),
+                literal(now, UTCDateTime()),
                 literal(0),
-                literal(now),
-                literal(now),
+                literal(now, UTCDateTime()),
+                literal(now, UTCDateTime()),
             )
             .where(recipients_of(campaign_id, account_id))
             .order_by(Contact.id)
@@ -161,7 +163,7 @@ def claim_batch(session: Session, now: datetime, size: int, limits: Limits) -> l
     rows of a paused automation stay queued. Pacing and the daily cap move rows they hold back to
     a later `send_after` instead of leaving them to be claimed again at once.
     """
-    now = naive(now)
+    now = aware(now)
     sendable = and_(
         Contact.deleted_at.is_(None), Contact.unsubscribed_at.is_(None), Contact.bounced_at.is_(None)
     )
@@ -314,7 +316,7 @@ def retry_delay(attempts: int) -> timedelta:
 def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime, rule: BounceRule) -> None:
     """Write what the transport said. Only rows still `sending` change (a row taken back meanwhile,
     after its lease ran out, belongs to whoever holds it now)."""
-    now = naive(now)
+    now = aware(now)
     sent = [o for o in outcomes if o.result == "sent"]
     _update_each(
         session,
@@ -427,7 +429,7 @@ def stop_bouncing_campaigns(
 
 def release_expired_leases(session: Session, now: datetime) -> int:
     """A worker that died mid-batch left rows `sending`; past their lease they go back to the queue."""
-    now = naive(now)
+    now = aware(now)
     result = session.execute(
         update(Deliverable)
         .where(Deliverable.state == "sending", Deliverable.lease_until < now)
@@ -437,4 +439,4 @@ def release_expired_leases(session: Session, now: datetime) -> int:
 
 
 def next_utc_midnight(moment: date) -> datetime:
-    return datetime.combine(moment + timedelta(days=1), time())
+    return datetime.combine(moment + timedelta(days=1), time(), tzinfo=UTC)

@@ -40,6 +40,7 @@ MARKER = re.compile(r"\x00(L\d+|P|U)\x00")
 UNSUBSCRIBE_TAG = "unsubscribe_url"
 UNSAFE_SCHEMES = ("javascript:", "vbscript:", "data:")
 CRLF = "\r\n"
+WHITESPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,7 +371,7 @@ class _TextMaker(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if not self.skipping:
-            self.out.append(" ".join(data.split()) if data.strip() else (" " if data else ""))
+            self.out.append(WHITESPACE.sub(" ", data))
 
 
 def html_to_text(source: str) -> str:

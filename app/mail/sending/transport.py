@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import aiosmtplib
 
 SMTP_TIMEOUT_SECONDS = 30
+RECONNECT_PAUSE_SECONDS = 5.0
 TRUE_WORDS = {"1", "true", "yes", "on"}
 
 
@@ -48,6 +49,7 @@ class MaildirTransport:
 
     def _write(self, message: bytes) -> None:
         if self._box is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # Maildir makes only its own folder
             self._box = mailbox.Maildir(self.path, create=True)
         # Maildir files use the local line ending; the message is built with CRLF for SMTP.
         self._box.add(message.replace(b"\r\n", b"\n"))
@@ -80,21 +82,37 @@ class SmtpTransport:
         self.size = max(1, size)
         self._idle: asyncio.LifoQueue[aiosmtplib.SMTP] = asyncio.LifoQueue()
         self._slots = asyncio.Semaphore(self.size)
+        self._tls_context: ssl.SSLContext | None = None
+        # After a failed connect, sends fail fast until then instead of each trying (and waiting) again.
+        self._down_until = 0.0
+
+    def _context(self) -> ssl.SSLContext:
+        # Built once: loading the system's certificates costs milliseconds, too much per connection.
+        if self._tls_context is None:
+            context = ssl.create_default_context()
+            if not self.verify_tls:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            self._tls_context = context
+        return self._tls_context
 
     async def _connect(self) -> aiosmtplib.SMTP:
-        context = ssl.create_default_context()
-        if not self.verify_tls:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._down_until:
+            raise TemporaryFailure(f"smtp: {self.hostname}:{self.port} was unreachable a moment ago")
         client = aiosmtplib.SMTP(
             hostname=self.hostname,
             port=self.port,
             use_tls=self.implicit_tls,
             start_tls=self.starttls if not self.implicit_tls else False,
-            tls_context=context,
+            tls_context=self._context(),
             timeout=SMTP_TIMEOUT_SECONDS,
         )
-        await client.connect()
+        try:
+            await client.connect()
+        except (aiosmtplib.SMTPException, OSError, TimeoutError):
+            self._down_until = loop.time() + RECONNECT_PAUSE_SECONDS
+            raise
         if self.username is not None:
             await client.login(self.username, self.password or "")
         return client
@@ -116,6 +134,8 @@ class SmtpTransport:
             except aiosmtplib.SMTPResponseException as exc:
                 self._keep(client)
                 raise _failure(exc.code, exc.message, bounce=False) from exc
+            except TemporaryFailure:
+                raise
             except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
                 await _discard(client)
                 raise TemporaryFailure(f"smtp: {exc}") from exc

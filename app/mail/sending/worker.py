@@ -116,6 +116,16 @@ class SendWorker:
             return 0
         outcomes = await asyncio.gather(*(self._send(item) for item in claimed))
         await asyncio.to_thread(self.record, outcomes)
+        troubled = [o for o in outcomes if o.result != "sent"]
+        if troubled:
+            # One line a batch, not one an email: a relay that is down would flood the log.
+            log.warning(
+                "%d of %d emails not sent (%s); first error: %s",
+                len(troubled),
+                len(outcomes),
+                ", ".join(sorted({o.result for o in troubled})),
+                troubled[0].error,
+            )
         return len(claimed)
 
     async def _send(self, item: Claimed) -> Outcome:

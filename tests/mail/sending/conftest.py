@@ -64,7 +64,7 @@ class SmtpSink:
         with self.lock:
             return [r for r in self.received if address in r.recipients]
 
-    async def handle_RCPT(  # noqa: N802 (aiosmtpd's hook name)
+    async def handle_RCPT(
         self, server: SMTPProtocol, session: Session, envelope: Envelope, address: str, options: list[str]
     ) -> str:
         answer = self.refuse.get(address)
@@ -73,9 +73,7 @@ class SmtpSink:
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
-    async def handle_DATA(  # noqa: N802
-        self, server: SMTPProtocol, session: Session, envelope: Envelope
-    ) -> str:
+    async def handle_DATA(self, server: SMTPProtocol, session: Session, envelope: Envelope) -> str:
         content = envelope.original_content or b""
         with self.lock:
             self.received.append(Received(str(envelope.mail_from), list(envelope.rcpt_tos), content))
@@ -141,7 +139,7 @@ def campaign_with_list(client: Any, headers: dict[str, str], emails: list[str], 
         assert response.status_code in (200, 201), response.text
     body = {
         "title": "Hello",
-        "subject": "Hello {{ first_name | \"friend\" }}",
+        "subject": 'Hello {{ first_name | "friend" }}',
         "html": '<html><body><p>Hi {{ first_name | "there" }}</p>'
         '<a href="https://example.com/a?x=1&amp;y=2">Read</a></body></html>',
         "from_name": "Tidings",

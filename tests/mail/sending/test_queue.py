@@ -1,0 +1,280 @@
+"""The send queue against a real SMTP server: retries, bounces, leases, pacing, the daily cap, the
+bounce-rate stop, and rows whose contact went away."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.kit.time import utcnow
+from app.mail.sending.queue import MAX_ATTEMPTS, BounceRule, release_expired_leases
+from app.mail.sending.worker import SendWorker
+from app.models import Account, Campaign, Contact, Deliverable
+from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
+
+
+def send_now(client: Any, headers: dict[str, str], campaign_id: int) -> None:
+    response = client.post(f"/campaigns/{campaign_id}/send", headers=headers)
+    assert response.status_code == 200, response.text
+
+
+def rows(db: Session, campaign_id: int) -> dict[str, Deliverable]:
+    db.expire_all()
+    found = db.scalars(select(Deliverable).where(Deliverable.campaign_id == campaign_id)).all()
+    emails = {contact_id: email for contact_id, email in db.execute(select(Contact.id, Contact.email))}
+    return {emails[row.contact_id]: row for row in found}
+
+
+def worker_at(sender: Sender, moment: datetime, **config: Any) -> SendWorker:
+    """The same worker, seeing the clock at `moment` and with some settings changed."""
+    worker = sender.worker
+    return SendWorker(
+        replace(worker.config, **config),
+        worker.session_factory,
+        worker.transport,
+        worker.tokens,
+        lambda: moment,
+    )
+
+
+def run(worker: SendWorker) -> int:
+    async def go() -> int:
+        try:
+            return await worker.drain()
+        finally:
+            await worker.transport.close()
+
+    return asyncio.run(go())
+
+
+def test_temporary_failure_is_retried_later_and_sent_once(
+    client: Any, api_user: Any, db: Session, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    campaign_id = campaign_with_list(client, api_user.headers, ["ok@example.com", "later@example.com"])
+    send_now(client, api_user.headers, campaign_id)
+    smtp_sink.refuse["later@example.com"] = "451 4.7.1 Greylisted, try again later"
+    started = utcnow()
+    assert sender.drain() == 2
+    state = rows(db, campaign_id)
+    assert state["ok@example.com"].state == "sent"
+    retry = state["later@example.com"]
+    assert (retry.state, retry.attempts, retry.sent_at) == ("queued", 1, None)
+    assert "451" in (retry.error or "")
+    assert retry.send_after is not None
+    wait = retry.send_after.replace(tzinfo=UTC) - started
+    assert timedelta(seconds=50) < wait < timedelta(minutes=2)
+    # Not due yet: nothing is sent again.
+    assert sender.drain() == 0
+    smtp_sink.refuse.clear()
+    assert run(worker_at(sender, utcnow() + timedelta(minutes=2))) == 1
+    assert rows(db, campaign_id)["later@example.com"].state == "sent"
+    assert len(smtp_sink.to("later@example.com")) == 1
+    assert len(smtp_sink.to("ok@example.com")) == 1
+
+
+def test_temporary_failures_give_up_after_the_last_attempt(
+    client: Any, api_user: Any, db: Session, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    campaign_id = campaign_with_list(client, api_user.headers, ["never@example.com"])
+    send_now(client, api_user.headers, campaign_id)
+    smtp_sink.refuse["never@example.com"] = "452 4.2.2 Mailbox full"
+    sender.drain()
+    row = rows(db, campaign_id)["never@example.com"]
+    row.attempts = MAX_ATTEMPTS - 1
+    row.send_after = datetime(2000, 1, 1, tzinfo=UTC)
+    db.commit()
+    assert sender.drain() == 1
+    row = rows(db, campaign_id)["never@example.com"]
+    assert row.state == "failed"
+    assert (row.error or "").startswith("gave up: 452")
+
+
+def test_permanent_refusal_bounces_that_recipient_only(
+    client: Any, api_user: Any, db: Session, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    emails = ["a@example.com", "gone@example.com", "c@example.com"]
+    campaign_id = campaign_with_list(client, api_user.headers, emails)
+    send_now(client, api_user.headers, campaign_id)
+    smtp_sink.refuse["gone@example.com"] = "550 5.1.1 No such user"
+    assert sender.drain() == 3
+    state = rows(db, campaign_id)
+    assert [state[e].state for e in emails] == ["sent", "bounced", "sent"]
+    assert state["gone@example.com"].bounced_at is not None
+    contact = db.scalars(select(Contact).where(Contact.email == "gone@example.com")).one()
+    assert contact.bounced_at is not None
+    stats = client.get(f"/campaigns/{campaign_id}/stats", headers=api_user.headers).json()
+    assert stats["bounce_count"] == 1
+    # A bounced address is left out of the next campaign to the same list.
+    list_id = client.get(f"/campaigns/{campaign_id}", headers=api_user.headers).json()["lists"][0]
+    list_id = list_id["id"] if isinstance(list_id, dict) else list_id
+    again = client.post(
+        "/campaigns",
+        json={
+            "title": "Again",
+            "subject": "Again",
+            "html": "<p>again</p>",
+            "from_name": "T",
+            "from_email": "news@example.com",
+            "lists": [list_id],
+        },
+        headers=api_user.headers,
+    ).json()["id"]
+    send_now(client, api_user.headers, again)
+    assert sender.drain() == 2
+    assert sorted(rows(db, again)) == ["a@example.com", "c@example.com"]
+
+
+def test_expired_lease_goes_back_to_the_queue(
+    client: Any, api_user: Any, db: Session, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    campaign_id = campaign_with_list(client, api_user.headers, ["crash@example.com"])
+    send_now(client, api_user.headers, campaign_id)
+    sender.worker.fan_out()
+    claimed = sender.worker.claim()  # a worker claims, then dies before sending
+    assert [c.email for c in claimed] == ["crash@example.com"]
+    assert rows(db, campaign_id)["crash@example.com"].state == "sending"
+    assert sender.drain() == 0  # leased: nobody else takes it
+    with sender.worker.session_factory() as session:
+        assert release_expired_leases(session, utcnow()) == 0
+        later = utcnow() + sender.worker.config.limits.lease + timedelta(seconds=1)
+        assert release_expired_leases(session, later) == 1
+        session.commit()
+    assert run(worker_at(sender, later)) == 1
+    assert len(smtp_sink.to("crash@example.com")) == 1
+    assert rows(db, campaign_id)["crash@example.com"].attempts == 2
+
+
+def test_pacing_spreads_sends_over_time(
+    client: Any, api_user: Any, db: Session, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    emails = [f"p{n}@example.com" for n in range(8)]
+    campaign_id = campaign_with_list(client, api_user.headers, emails)
+    send_now(client, api_user.headers, campaign_id)
+    moment = utcnow()
+    limits = replace(sender.worker.config.limits, send_rate=2.0)
+    # Two a second: the slots now, +0.5 s and +1 s go at once; the rest wait for theirs.
+    assert run(worker_at(sender, moment, limits=limits)) == 3
+    state = rows(db, campaign_id)
+    waiting = sorted(r.send_after for r in state.values() if r.state == "queued" and r.send_after)
+    assert len(waiting) == 5
+    gaps = {round((b - a).total_seconds(), 3) for a, b in itertools.pairwise(waiting)}
+    assert gaps == {0.5}
+    assert len(smtp_sink.received) == 3
+    # However long the wait, at most a second's worth (plus one) goes out at once.
+    assert run(worker_at(sender, moment + timedelta(seconds=10), limits=limits)) == 3
+    assert run(worker_at(sender, moment + timedelta(seconds=20), limits=limits)) == 2
+    assert len(smtp_sink.received) == 8
+
+
+def test_daily_cap_holds_the_rest_until_the_next_day(
+    client: Any, api_user: Any, db: Session, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    emails = [f"d{n}@example.com" for n in range(5)]
+    campaign_id = campaign_with_list(client, api_user.headers, emails)
+    send_now(client, api_user.headers, campaign_id)
+    account = db.get(Account, api_user.account_id)
+    assert account is not None
+    account.daily_send_limit = 2
+    db.commit()
+    moment = utcnow()
+    assert run(worker_at(sender, moment)) == 2
+    state = rows(db, campaign_id)
+    held = [r for r in state.values() if r.state == "queued"]
+    assert len(held) == 3
+    tomorrow = datetime.combine(moment.date() + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    assert {r.send_after for r in held} == {tomorrow}
+    assert run(worker_at(sender, moment + timedelta(hours=1))) == 0
+    assert run(worker_at(sender, tomorrow + timedelta(minutes=1))) == 2
+    assert len(smtp_sink.received) == 4
+
+
+def test_contacts_that_left_after_fan_out_are_not_sent(
+    client: Any, api_user: Any, db: Session, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    emails = ["stay@example.com", "leave@example.com", "deleted@example.com"]
+    campaign_id = campaign_with_list(client, api_user.headers, emails)
+    send_now(client, api_user.headers, campaign_id)
+    sender.worker.fan_out()
+    response = client.patch("/unsubscribe", json={"email": "leave@example.com"}, headers=api_user.headers)
+    assert response.status_code == 200
+    deleted = db.scalars(select(Contact.id).where(Contact.email == "deleted@example.com")).one()
+    assert client.delete(f"/contacts/{deleted}", headers=api_user.headers).status_code == 200
+    sender.drain()
+    assert [r.recipients for r in smtp_sink.received] == [["stay@example.com"]]
+    state = rows(db, campaign_id)
+    assert state["leave@example.com"].state == "cancelled"
+    assert state["deleted@example.com"].state == "cancelled"
+
+
+def test_campaign_stops_by_itself_when_too_many_bounce(
+    client: Any, api_user: Any, db: Session, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    emails = [f"b{n:02d}@example.com" for n in range(20)]
+    campaign_id = campaign_with_list(client, api_user.headers, emails)
+    send_now(client, api_user.headers, campaign_id)
+    for address in emails[:5]:
+        smtp_sink.refuse[address] = "550 5.1.1 No such user"
+    worker = worker_at(sender, utcnow(), batch_size=8, bounce_rule=BounceRule(rate=0.2, min_sent=5))
+    run(worker)
+    db.expire_all()
+    campaign = db.get(Campaign, campaign_id)
+    assert campaign is not None and campaign.halted_at is not None
+    assert "bounced" in (campaign.halt_reason or "")
+    state = rows(db, campaign_id)
+    assert sum(r.state == "bounced" for r in state.values()) == 5
+    cancelled = [r for r in state.values() if r.state == "cancelled"]
+    assert len(cancelled) == 12  # the first batch of 8 went out; the rest never will
+    assert len(smtp_sink.received) == 3
+
+
+def test_sent_at_is_set_when_sending_starts_and_edits_are_refused_after(
+    client: Any, api_user: Any, db: Session, sender: Sender
+) -> None:
+    campaign_id = campaign_with_list(client, api_user.headers, ["x@example.com"])
+    send_now(client, api_user.headers, campaign_id)
+    assert client.get(f"/campaigns/{campaign_id}", headers=api_user.headers).json()["sent_at"] is None
+    assert sender.worker.fan_out() == [campaign_id]
+    assert client.get(f"/campaigns/{campaign_id}", headers=api_user.headers).json()["sent_at"] is not None
+    response = client.patch(f"/campaigns/{campaign_id}", json={"title": "Late"}, headers=api_user.headers)
+    assert response.status_code == 409
+    assert client.delete(f"/campaigns/{campaign_id}", headers=api_user.headers).status_code == 409
+    # A second fan-out finds nothing: each recipient is queued once.
+    assert sender.worker.fan_out() == []
+    assert len(rows(db, campaign_id)) == 1
+
+
+def test_scheduled_campaign_waits_for_its_time(client: Any, api_user: Any, sender: Sender) -> None:
+    later = (utcnow() + timedelta(hours=2)).replace(microsecond=0, tzinfo=None).isoformat()
+    campaign_id = campaign_with_list(client, api_user.headers, ["w@example.com"], scheduled_at=later)
+    assert sender.worker.fan_out() == []
+    assert worker_at(sender, utcnow() + timedelta(hours=3)).fan_out() == [campaign_id]
+
+
+def test_stats_are_right_while_a_campaign_is_still_sending(
+    client: Any, api_user: Any, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    emails = [f"s{n}@example.com" for n in range(5)]
+    campaign_id = campaign_with_list(client, api_user.headers, emails)
+    send_now(client, api_user.headers, campaign_id)
+    smtp_sink.refuse["s4@example.com"] = "550 5.1.1 No such user"
+    worker = worker_at(sender, utcnow(), batch_size=2)
+    worker.fan_out()
+
+    async def one_batch() -> int:
+        try:
+            return await worker.run_once()
+        finally:
+            await worker.transport.close()
+
+    assert asyncio.run(one_batch()) == 2
+    stats = client.get(f"/campaigns/{campaign_id}/stats", headers=api_user.headers).json()
+    assert (stats["sent_count"], stats["bounce_count"], stats["open_rate"]) == (2, 0, 0.0)
+    run(worker)
+    stats = client.get(f"/campaigns/{campaign_id}/stats", headers=api_user.headers).json()
+    assert (stats["sent_count"], stats["bounce_count"]) == (4, 1)

@@ -1,0 +1,149 @@
+"""What recipients get: merge tags, tracked links, the unsubscribe headers, the plain-text part, and
+awkward input (broken or huge html, odd link schemes, unicode names and addresses) that renders or
+fails one recipient, never the campaign."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from app.mail.sending.render import Recipient, compile_campaign, html_to_text, render
+from app.mail.sending.tokens import MailTokens
+from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
+
+TOKENS = MailTokens("render-test-secret-key-long-enough-to-sign")
+BASE = "https://mail.example.com"
+
+
+def one(html: str, subject: str = "Hi", **recipient: Any) -> Any:
+    compiled = compile_campaign(7, subject, html, "Sender", "news@example.com")
+    values = {"deliverable_id": 42, "email": "ann@example.com", "first_name": "Ann", "last_name": None}
+    values.update(recipient)
+    values.setdefault("fields", {})
+    return render(compiled, Recipient(**values), TOKENS, BASE)
+
+
+def parsed(rendered: Any) -> Any:
+    import email
+    import email.policy
+
+    return email.message_from_bytes(rendered.message, policy=email.policy.default)
+
+
+def html_of(rendered: Any) -> str:
+    return str(parsed(rendered).get_body(preferencelist=("html",)).get_content())
+
+
+def text_of(rendered: Any) -> str:
+    return str(parsed(rendered).get_body(preferencelist=("plain",)).get_content())
+
+
+def test_merge_tags_fallbacks_and_custom_fields() -> None:
+    rendered = one(
+        "<p>{{ first_name }} {{last_name|\"Doe\"}} from {{ Company | 'nowhere' }}, {{ unknown }}!</p>",
+        subject="Hello {{ FIRST_NAME }}",
+        fields={"company": "Acme"},
+    )
+    body = html_of(rendered)
+    assert "Ann Doe from Acme, !" in body
+    assert parsed(rendered)["Subject"] == "Hello Ann"
+
+
+def test_values_are_escaped_in_html_and_quoted_in_links() -> None:
+    rendered = one(
+        '<p>{{ first_name }}</p><a href="https://example.com/?who={{ first_name }}">x</a>',
+        first_name="<script>&",
+    )
+    body = html_of(rendered)
+    assert "<script>" not in body and "&lt;script&gt;&amp;" in body
+    click = next(part for part in body.split('"') if "/t/c/" in part)
+    deliverable_id, url = TOKENS.read_click(urlsplit(click).path.rsplit("/", 1)[1]) or (0, "")
+    assert deliverable_id == 42
+    assert url == "https://example.com/?who=%3Cscript%3E%26"
+
+
+def test_links_pixel_unsubscribe_headers_and_text_part() -> None:
+    rendered = one(
+        '<html><body><p>Read <a href="https://example.com/a?x=1&amp;y=2">this</a>, '
+        "<a href='mailto:hi@example.com'>write</a>, <a href=\"#top\">top</a>, "
+        '<a href=" JavaScript:alert(1)">bad</a> <a href="data:text/html,x">worse</a></p></body></html>'
+    )
+    message = parsed(rendered)
+    body = html_of(rendered)
+    tokens = [part.rsplit("/", 1)[1] for part in body.split('"') if "/t/c/" in part]
+    assert [TOKENS.read_click(t) for t in tokens] == [(42, "https://example.com/a?x=1&y=2")]
+    assert "mailto:hi@example.com" in body and 'href="#top"' in body
+    assert "javascript" not in body.lower() and "data:text" not in body
+    assert f"{BASE}/t/o/{TOKENS.open_token(42)}" in body
+    unsubscribe = f"{BASE}/u/{TOKENS.unsubscribe_token(42)}"
+    assert unsubscribe in body
+    assert message["List-Unsubscribe"].startswith(f"<{unsubscribe}>, <mailto:unsubscribe@mail.example.com?")
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert message["Message-ID"] == rendered.message_id and rendered.message_id.startswith("<42.7.")
+    text = text_of(rendered)
+    assert "Read this (https://mail.example.com/t/c/" in text
+    assert f"Unsubscribe: {unsubscribe}" in text
+    assert "<" not in text.replace("<mailto", "")
+
+
+def test_own_unsubscribe_tag_replaces_the_footer() -> None:
+    rendered = one('<p><a href="{{ unsubscribe_url }}">Leave</a></p>')
+    body = html_of(rendered)
+    assert body.count("/u/") == 1 and "Leave" in body
+
+
+def test_broken_and_huge_html_render() -> None:
+    broken = one('<p><b>unclosed <a href="https://example.com/x">link <div></table>& < > {{ first_name')
+    assert "/t/c/" in html_of(broken)
+    assert "unclosed" in text_of(broken)
+    huge = one("<p>" + "word " * 199_990 + "</p>")
+    assert len(html_of(huge)) > 999_000
+
+
+def test_unicode_names_subject_and_addresses() -> None:
+    rendered = one(
+        "<p>Grüße {{ first_name }}</p>",
+        subject="Grüße, {{ first_name }} 👋",
+        email="josé@exämple.com",
+        first_name="Zoë",
+        last_name='O"Brien',
+    )
+    message = parsed(rendered)
+    assert message["Subject"] == "Grüße, Zoë 👋"
+    assert rendered.envelope_to == "josé@xn--exmple-cua.com"
+    assert message["To"].addresses[0].display_name == 'Zoë O"Brien'
+    assert "Grüße Zoë" in html_of(rendered)
+
+
+def test_html_to_text_skips_scripts_and_keeps_blocks() -> None:
+    text = html_to_text(
+        "<style>p{}</style><h1>Title</h1><p>One</p><ul><li>a</li><li>b</li></ul><script>x</script>"
+    )
+    assert text == "Title\n\nOne\n\n- a\n\n- b"
+
+
+def test_awkward_contacts_all_receive_the_campaign(
+    client: Any, api_user: Any, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    emails = ["josé@exämple.com", "plain@example.com"]
+    campaign_id = campaign_with_list(
+        client,
+        api_user.headers,
+        emails,
+        html='<p>{{ first_name | "Ünïcødé" }} <a href="vbscript:x">v</a> <a href="ftp://example.com/f">f</a>'
+        '<a href="https://example.com/ü?q=ä b">u</a>',
+    )
+    assert client.post(f"/campaigns/{campaign_id}/send", headers=api_user.headers).status_code == 200
+    assert sender.drain() == 2
+    received = sorted(r.recipients[0] for r in smtp_sink.received)
+    assert received == ["josé@xn--exmple-cua.com", "plain@example.com"]
+    html = smtp_sink.to("plain@example.com")[0].part("html")
+    assert "Ünïcødé" in html and "ftp://example.com/f" in html and "vbscript" not in html
+
+
+def test_sending_during_warm_up_is_403(client: Any, make_user: Any) -> None:
+    warming = make_user(warmup_days=2)
+    campaign_id = campaign_with_list(client, warming.headers, ["w@example.com"])
+    response = client.post(f"/campaigns/{campaign_id}/send", headers=warming.headers)
+    assert response.status_code == 403
+    assert "warming up" in response.json()["message"]
