@@ -12,9 +12,22 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Row, and_, case, exists, func, literal, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    Table,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from app.db import skip_locked, upsert
@@ -56,6 +69,8 @@ class Claimed:
     last_name: str | None
     attempts: int
     fields: dict[str, str] = field(default_factory=dict)
+    # The lease this claim wrote: with the id, it tells this claim's row from a later claim of it.
+    lease_until: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +83,9 @@ class Outcome:
     result: str
     message_id: str | None = None
     error: str | None = None
+    # The claim's lease (Claimed.lease_until): the result is written only while the row is still held
+    # under it. None: under whatever lease the row has.
+    lease_until: datetime | None = None
 
 
 def aware(moment: datetime) -> datetime:
@@ -209,15 +227,11 @@ def claim_batch(session: Session, now: datetime, size: int, limits: Limits) -> l
         )
     if not allowed:
         return []
+    lease_until = now + limits.lease
     session.execute(
         update(Deliverable)
         .where(Deliverable.id.in_([row.id for row in allowed]))
-        .values(
-            state="sending",
-            lease_until=now + limits.lease,
-            attempts=Deliverable.attempts + 1,
-            updated_at=now,
-        )
+        .values(state="sending", lease_until=lease_until, attempts=Deliverable.attempts + 1, updated_at=now)
     )
     fields = _custom_fields(session, [row.contact_id for row in allowed])
     return [
@@ -231,6 +245,7 @@ def claim_batch(session: Session, now: datetime, size: int, limits: Limits) -> l
             last_name=row.last_name,
             attempts=row.attempts + 1,
             fields=fields.get(row.contact_id, {}),
+            lease_until=lease_until,
         )
         for row in allowed
     ]
@@ -314,22 +329,10 @@ def retry_delay(attempts: int) -> timedelta:
 
 
 def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime, rule: BounceRule) -> None:
-    """Write what the transport said. Only rows still `sending` change (a row taken back meanwhile,
-    after its lease ran out, belongs to whoever holds it now)."""
+    """Write what the transport said. Only rows still `sending` under the claim's lease change (a row
+    taken back meanwhile, after its lease ran out, belongs to whoever holds it now)."""
     now = aware(now)
-    sent = [o for o in outcomes if o.result == "sent"]
-    _update_each(
-        session,
-        sent,
-        lambda o: {
-            "state": "sent",
-            "sent_at": now,
-            "lease_until": None,
-            "message_id": o.message_id,
-            "error": None,
-            "updated_at": now,
-        },
-    )
+    _record_sent(session, [o for o in outcomes if o.result == "sent"], now)
     retries = [o for o in outcomes if o.result == "retry"]
     _update_each(
         session,
@@ -370,15 +373,51 @@ def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime
         )
 
 
+def _still_held(lease_until: datetime | None) -> ColumnElement[bool]:
+    held = Deliverable.state == "sending"
+    return held if lease_until is None else and_(held, Deliverable.lease_until == lease_until)
+
+
+def _record_sent(session: Session, sent: Sequence[Outcome], now: datetime) -> None:
+    """The common case, nearly every row of a batch: one UPDATE run for all rows (an executemany; psycopg
+    pipelines it), since each row has its own Message-ID."""
+    if not sent:
+        return
+    # The Core table, not the mapped class: the ORM's bulk UPDATE would want the key in the values.
+    table = cast(Table, Deliverable.__table__)
+    by_lease: dict[datetime | None, list[dict[str, Any]]] = defaultdict(list)
+    for outcome in sent:
+        by_lease[outcome.lease_until].append(
+            {"row_id": outcome.deliverable_id, "row_message_id": outcome.message_id}
+        )
+    for lease_until, rows in by_lease.items():
+        held = table.c.state == "sending"
+        if lease_until is not None:
+            held = and_(held, table.c.lease_until == lease_until)
+        statement = (
+            update(table)
+            .where(table.c.id == bindparam("row_id"), held)
+            .values(
+                state="sent",
+                sent_at=now,
+                lease_until=None,
+                message_id=bindparam("row_message_id"),
+                error=None,
+                updated_at=now,
+            )
+        )
+        session.execute(statement, rows)
+
+
 def _update_each(
     session: Session, outcomes: Sequence[Outcome], values: Callable[[Outcome], dict[str, Any]]
 ) -> None:
-    """Update rows in as few statements as there are distinct value sets (one for a clean batch)."""
-    groups: dict[tuple[tuple[str, Any], ...], list[int]] = defaultdict(list)
+    """Update rows in as few statements as there are distinct value sets and leases."""
+    groups: dict[tuple[datetime | None, tuple[tuple[str, Any], ...]], list[int]] = defaultdict(list)
     for outcome in outcomes:
-        groups[tuple(sorted(values(outcome).items()))].append(outcome.deliverable_id)
-    for key, ids in groups.items():
-        still_mine = and_(Deliverable.id.in_(ids), Deliverable.state == "sending")
+        groups[outcome.lease_until, tuple(sorted(values(outcome).items()))].append(outcome.deliverable_id)
+    for (lease_until, key), ids in groups.items():
+        still_mine = and_(Deliverable.id.in_(ids), _still_held(lease_until))
         session.execute(update(Deliverable).where(still_mine).values(dict(key)))
 
 

@@ -138,6 +138,7 @@ class SendWorker:
                 result,
                 message_id=message_id,
                 error=error,
+                lease_until=item.lease_until,
             )
 
         try:
