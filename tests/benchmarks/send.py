@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
         time.sleep(0.5)  # the last acknowledgements reach the counter
         final_memory = memory(workers)
+        cpu = sum(w.cpu_seconds() for w in workers)
         samples.setdefault("100%", {"delivered": sink.messages - base, **final_memory})
         for worker in workers:
             worker.stop()
@@ -184,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_mb": peak,
         "rss_growth_10_to_100_mb": round(growth, 1),
         "exactly_once": check["exactly_once"],
+        # CPU the worker processes used per email (start-up and fan-out included): what a noisy,
+        # shared machine changes least.
+        "worker_cpu_us_per_message": round(cpu / n * 1e6, 1),
         "seconds": {
             "total": round(elapsed, 2),
             "fan_out_seen": round(fanned_out_at - started, 2) if fanned_out_at else None,

@@ -415,6 +415,16 @@ class Worker:
             pass
         return rss, hwm
 
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time the process has used so far."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            return 0.0
+        # Fields 14 and 15 of stat(5) (utime, stime), counted after the parenthesised command name.
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def kill(self) -> None:
         """kill -9: no clean-up, no QUIT, rows left `sending`."""
         if self.process.poll() is None:

@@ -31,6 +31,7 @@ from html.parser import HTMLParser
 from typing import Literal
 from urllib.parse import quote, urlsplit
 
+from app.mail.sending.smtp import WireMessage
 from app.mail.sending.tokens import MailTokens
 
 MERGE_TAG = re.compile(r"\{\{\s*([^{}|]+?)\s*(?:\|\s*([^{}]*?)\s*)?\}\}")
@@ -233,7 +234,10 @@ def render(compiled: CompiledCampaign, recipient: Recipient, tokens: MailTokens,
 
 
 def multipart_alternative(headers: list[str], text_body: str, html_body: str) -> bytes:
-    """A multipart/alternative message (text, then html), both parts UTF-8 in base64."""
+    """A multipart/alternative message (text, then html), both parts UTF-8 in base64.
+
+    A WireMessage (ready for SMTP's DATA as it is) when the headers hold no line break but CRLF
+    folding and start no line with "."; the parts are base64 and the boundaries are ours."""
     boundary = "=_" + secrets.token_hex(12)
     parts = [
         *headers,
@@ -252,7 +256,13 @@ def multipart_alternative(headers: list[str], text_body: str, html_body: str) ->
         f"--{boundary}--",
         "",
     ]
-    return CRLF.join(parts).encode("utf-8")
+    message = CRLF.join(parts).encode("utf-8")
+    return WireMessage(message) if all(_wire_safe(header) for header in headers) else message
+
+
+def _wire_safe(header: str) -> bool:
+    unfolded = header.replace(CRLF, "")
+    return not ("\r" in unfolded or "\n" in unfolded or header.startswith(".") or "\n." in header)
 
 
 def _base64(text: str) -> str:
@@ -357,7 +367,7 @@ def _header_text(value: str) -> str:
     value = " ".join(value.split())  # no CR or LF may reach a header
     if value.isascii():
         return value
-    return Header(value, "utf-8").encode()
+    return Header(value, "utf-8").encode(linesep=CRLF)
 
 
 def _address_header(name: str, address: str) -> str:
@@ -367,7 +377,7 @@ def _address_header(name: str, address: str) -> str:
     if name.isascii():
         escaped = name.replace("\\", "\\\\").replace('"', '\\"')
         return f'"{escaped}" <{address}>'
-    return f"{Header(name, 'utf-8').encode()} <{address}>"
+    return f"{Header(name, 'utf-8').encode(linesep=CRLF)} <{address}>"
 
 
 class _TextMaker(HTMLParser):
