@@ -57,7 +57,6 @@ from sqlalchemy import text
 
 from app.config import Settings
 from app.db import create_db_engine
-from app.scheduler import SEND_LANES
 
 
 def interrupt(signum: int, _frame: Any) -> None:
@@ -102,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         stack.callback(sink.stop)
         env = worker_env(args.database_url, sink, scratch, {"TIDINGS_SEND_LEASE_SECONDS": str(args.lease)})
         batch_size = int(env.get("TIDINGS_SEND_BATCH_SIZE", settings.send_batch_size))
-        per_worker = batch_size * SEND_LANES
+        lanes = int(env.get("TIDINGS_SEND_LANES", settings.send_lanes))
+        per_worker = batch_size * lanes
 
         started = time.monotonic()
         generation = 0
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         "deliverables": state.states,
         "settings": {
             "send_batch_size": batch_size,
-            "send_lanes": SEND_LANES,
+            "send_lanes": lanes,
             "in_flight_per_worker": per_worker,
             "lease_seconds": args.lease,
             "cpus": os.cpu_count(),

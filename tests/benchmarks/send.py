@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -53,7 +54,6 @@ from send_rig import (
 
 from app.config import Settings
 from app.db import create_db_engine
-from app.scheduler import SEND_LANES
 
 TARGET_MESSAGES_PER_S = 2000.0
 TARGET_PEAK_RSS_MB = 300.0
@@ -81,6 +81,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the sink only counts (no per-recipient check): the sink's own cost without its dump",
     )
     parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds")
+    parser.add_argument("--log-dir", type=Path, help="keep the workers' logs in this folder")
     return parser.parse_args(argv)
 
 
@@ -161,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         samples.setdefault("100%", {"delivered": sink.messages - base, **final_memory})
         for worker in workers:
             worker.stop()
+            if args.log_dir:
+                args.log_dir.mkdir(parents=True, exist_ok=True)
+                shutil.copy(worker.log, args.log_dir / worker.log.name)
         state = queue_state(engine, seeded.campaign_id, detail=True)
         counts = sink.stop()
         counts_holder["counts"] = counts
@@ -212,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {
             "send_batch_size": int(env.get("TIDINGS_SEND_BATCH_SIZE", settings.send_batch_size)),
             "send_concurrency": int(env.get("TIDINGS_SEND_CONCURRENCY", settings.send_concurrency)),
-            "send_lanes": SEND_LANES,
+            "send_lanes": int(env.get("TIDINGS_SEND_LANES", settings.send_lanes)),
             "message_bytes": size,
             "sink_dump": not args.no_dump,
             "cpus": os.cpu_count(),

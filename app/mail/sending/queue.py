@@ -25,6 +25,7 @@ from sqlalchemy import (
     func,
     literal,
     select,
+    text,
     update,
 )
 from sqlalchemy.orm import Session
@@ -44,6 +45,8 @@ from app.models import (
 )
 from app.models.base import UTCDateTime
 
+# A fan-out of at least this many rows is followed by ANALYZE on PostgreSQL (see fan_out_due_campaigns).
+ANALYZE_AFTER_FAN_OUT = 5000
 # Retries of an SMTP 4xx: 1, 2, 4 ... minutes, capped at an hour; given up after this many attempts.
 MAX_ATTEMPTS = 8
 RETRY_BASE = timedelta(minutes=1)
@@ -135,6 +138,7 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
         .limit(limit)
         .with_for_update(**skip_locked(session))
     ).all()
+    queued = 0
     for campaign_id, account_id in due:
         rows = (
             select(
@@ -160,36 +164,52 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
             "created_at",
             "updated_at",
         ]
-        session.execute(
+        inserted = session.execute(
             upsert(session, Deliverable)
             .from_select(columns, rows)
             .on_conflict_do_nothing(index_elements=["campaign_id", "contact_id"])
         )
+        queued += int(inserted.rowcount or 0)  # type: ignore[attr-defined]
         started = update(Campaign).where(Campaign.id == campaign_id).values(sent_at=now, updated_at=now)
         session.execute(started)
+    if queued >= ANALYZE_AFTER_FAN_OUT and session.get_bind().dialect.name == "postgresql":
+        # The claim's plan rests on the planner knowing how many rows are queued. Statistics from
+        # before a large fan-out say "almost none", and PostgreSQL then sorts the whole queue on every
+        # claim instead of reading the first rows of its index: seconds a claim at a million rows.
+        # ANALYZE here counts this transaction's own new rows; its figures are seen from the commit on.
+        session.execute(text("ANALYZE deliverables"))
     return [campaign_id for campaign_id, _ in due]
 
 
 # --- claiming ------------------------------------------------------------------------------------
 
 
-def claim_batch(session: Session, now: datetime, size: int, limits: Limits) -> list[Claimed]:
+def claim_batch(
+    session: Session, now: datetime, size: int, limits: Limits, *, load_fields: bool = True
+) -> list[Claimed]:
     """Take up to `size` due deliverables: mark them `sending` under a lease and return what to send.
+    With `load_fields` False, `fields` stays empty (the caller loads them if a template needs them).
 
     Rows of a contact that can no longer receive (unsubscribed, bounced, deleted) are cancelled here;
     rows of a paused automation stay queued. Pacing and the daily cap move rows they hold back to
     a later `send_after` instead of leaving them to be claimed again at once.
     """
     now = aware(now)
-    paused = (
+    # Campaigns of paused automations, usually none, looked up first so that the claim below filters
+    # on the deliverables' own columns: PostgreSQL misjudges a NOT EXISTS there and sorts the whole
+    # queue instead of reading its index in order.
+    paused = session.scalars(
         select(Campaign.id)
         .join(Automation, Automation.id == Campaign.automation_id)
-        .where(Campaign.id == Deliverable.campaign_id, Automation.active.is_not(True))
-    )
+        .where(Automation.active.is_not(True))
+    ).all()
+    due = [Deliverable.state == "queued", Deliverable.send_after <= now]
+    if paused:
+        due.append(Deliverable.campaign_id.not_in(paused))
     # The rows to take, locked, on their own: a single-table query down the queue's partial index in
-    # its order, which stops after `size` rows whatever the planner believes about the table's size.
-    # (Joined to contacts and campaigns in one query, stale statistics after a large fan-out made
-    # PostgreSQL sort the whole queue on every claim.)
+    # its order, which stops after `size` rows (fan_out_due_campaigns keeps the planner's idea of the
+    # queue's size current). Joined to contacts and campaigns in the same query, the planner could
+    # start from the campaign and sort every queued row of it on each claim.
     head = (
         select(
             Deliverable.id,
@@ -199,7 +219,7 @@ def claim_batch(session: Session, now: datetime, size: int, limits: Limits) -> l
             Deliverable.attempts,
             Deliverable.send_after,
         )
-        .where(Deliverable.state == "queued", Deliverable.send_after <= now, ~exists(paused))
+        .where(*due)
         .order_by(Deliverable.send_after, Deliverable.id)
         .limit(size)
         .with_for_update(**skip_locked(session))
@@ -247,7 +267,7 @@ def claim_batch(session: Session, now: datetime, size: int, limits: Limits) -> l
         .where(Deliverable.id.in_([row.id for row in allowed]))
         .values(state="sending", lease_until=lease_until, attempts=Deliverable.attempts + 1, updated_at=now)
     )
-    fields = _custom_fields(session, [row.contact_id for row in allowed])
+    fields = custom_fields_of(session, [row.contact_id for row in allowed]) if load_fields else {}
     return [
         Claimed(
             deliverable_id=row.id,
@@ -320,7 +340,8 @@ def _apply_account_limits(
     return allowed, deferred
 
 
-def _custom_fields(session: Session, contact_ids: Iterable[int]) -> dict[int, dict[str, str]]:
+def custom_fields_of(session: Session, contact_ids: Iterable[int]) -> dict[int, dict[str, str]]:
+    """Custom field values of the given contacts, by contact id and lowercased field name."""
     found: dict[int, dict[str, str]] = defaultdict(dict)
     ids = list(contact_ids)
     if not ids:
