@@ -16,9 +16,12 @@ from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    Integer,
     Row,
+    String,
     Table,
     and_,
+    any_,
     bindparam,
     case,
     exists,
@@ -28,7 +31,8 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.orm import Session
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.db import skip_locked, upsert
 from app.models import (
@@ -264,7 +268,7 @@ def claim_batch(
     lease_until = now + limits.lease
     session.execute(
         update(Deliverable)
-        .where(Deliverable.id.in_([row.id for row in allowed]))
+        .where(_among(session, Deliverable.id, [row.id for row in allowed]))
         .values(state="sending", lease_until=lease_until, attempts=Deliverable.attempts + 1, updated_at=now)
     )
     fields = custom_fields_of(session, [row.contact_id for row in allowed]) if load_fields else {}
@@ -349,7 +353,7 @@ def custom_fields_of(session: Session, contact_ids: Iterable[int]) -> dict[int, 
     for contact_id, name, value in session.execute(
         select(ContactFieldValue.contact_id, ContactField.name, ContactFieldValue.value)
         .join(ContactField, ContactField.id == ContactFieldValue.field_id)
-        .where(ContactFieldValue.contact_id.in_(ids))
+        .where(_among(session, ContactFieldValue.contact_id, ids))
     ):
         found[contact_id][name.lower()] = value
     return found
@@ -414,34 +418,51 @@ def _still_held(lease_until: datetime | None) -> ColumnElement[bool]:
 
 
 def _record_sent(session: Session, sent: Sequence[Outcome], now: datetime) -> None:
-    """The common case, nearly every row of a batch: one UPDATE run for all rows (an executemany; psycopg
-    pipelines it), since each row has its own Message-ID."""
+    """The common case, nearly every row of a batch, in one statement although each row has its own
+    Message-ID: on PostgreSQL an UPDATE joined to the unnested arrays of ids and Message-IDs (two
+    parameters for the batch), elsewhere one UPDATE run for all rows (an executemany)."""
     if not sent:
         return
     # The Core table, not the mapped class: the ORM's bulk UPDATE would want the key in the values.
     table = cast(Table, Deliverable.__table__)
-    by_lease: dict[datetime | None, list[dict[str, Any]]] = defaultdict(list)
+    by_lease: dict[datetime | None, list[Outcome]] = defaultdict(list)
     for outcome in sent:
-        by_lease[outcome.lease_until].append(
-            {"row_id": outcome.deliverable_id, "row_message_id": outcome.message_id}
-        )
-    for lease_until, rows in by_lease.items():
+        by_lease[outcome.lease_until].append(outcome)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    for lease_until, outcomes in by_lease.items():
         held = table.c.state == "sending"
         if lease_until is not None:
             held = and_(held, table.c.lease_until == lease_until)
-        statement = (
-            update(table)
-            .where(table.c.id == bindparam("row_id"), held)
-            .values(
-                state="sent",
-                sent_at=now,
-                lease_until=None,
-                message_id=bindparam("row_message_id"),
-                error=None,
-                updated_at=now,
+        done = {"state": "sent", "sent_at": now, "lease_until": None, "error": None, "updated_at": now}
+        if postgres:
+            rows = (
+                func.unnest(
+                    literal([o.deliverable_id for o in outcomes], postgresql.ARRAY(Integer)),
+                    literal([o.message_id for o in outcomes], postgresql.ARRAY(String)),
+                )
+                .table_valued("id", "message_id")
+                .render_derived(name="sent_rows")
             )
-        )
-        session.execute(statement, rows)
+            session.execute(
+                update(table)
+                .where(table.c.id == rows.c.id, held)
+                .values(message_id=rows.c.message_id, **done)
+            )
+        else:
+            session.execute(
+                update(table)
+                .where(table.c.id == bindparam("row_id"), held)
+                .values(message_id=bindparam("row_message_id"), **done),
+                [{"row_id": o.deliverable_id, "row_message_id": o.message_id} for o in outcomes],
+            )
+
+
+def _among(session: Session, column: InstrumentedAttribute[int], ids: Sequence[int]) -> ColumnElement[bool]:
+    """`column IN (ids)`; on PostgreSQL `= ANY` of one array parameter rather than a parameter an id,
+    which SQLAlchemy and psycopg would otherwise name, convert and send one by one."""
+    if session.get_bind().dialect.name == "postgresql":
+        return column == any_(literal(list(ids), postgresql.ARRAY(Integer)))
+    return column.in_(ids)
 
 
 def _update_each(
