@@ -46,7 +46,7 @@ class Settings(BaseSettings):
     send_concurrency: int = 8
     # Batches each process works on at once: while one lane waits on the database, the others keep the
     # connections busy. At most lanes x batch size emails can be sent twice after a crash.
-    send_lanes: int = 2
+    send_lanes: int = 4
     # How long a worker's claim on `sending` rows lasts before another worker may take them back.
     send_lease_seconds: int = 300
 

@@ -43,7 +43,10 @@ MARKER = re.compile(r"\x00(L\d+|P|U)\x00")
 UNSUBSCRIBE_TAG = "unsubscribe_url"
 UNSAFE_SCHEMES = ("javascript:", "vbscript:", "data:")
 CRLF = "\r\n"
+CRLF_BYTES = b"\r\n"
 BASE64_LINE = 76
+# The slices that cut base64 into lines, made once (enough for a 300 KB part; longer ones slice as they go).
+BASE64_LINES = [slice(start, start + BASE64_LINE) for start in range(0, 400_000, BASE64_LINE)]
 WHITESPACE = re.compile(r"\s+")
 
 
@@ -238,25 +241,26 @@ def multipart_alternative(headers: list[str], text_body: str, html_body: str) ->
 
     A WireMessage (ready for SMTP's DATA as it is) when the headers hold no line break but CRLF
     folding and start no line with "."; the parts are base64 and the boundaries are ours."""
-    boundary = "=_" + secrets.token_hex(12)
-    parts = [
-        *headers,
-        f'Content-Type: multipart/alternative; boundary="{boundary}"',
-        "",
-        f"--{boundary}",
-        'Content-Type: text/plain; charset="utf-8"',
-        "Content-Transfer-Encoding: base64",
-        "",
-        _base64(text_body),
-        f"--{boundary}",
-        'Content-Type: text/html; charset="utf-8"',
-        "Content-Transfer-Encoding: base64",
-        "",
-        _base64(html_body),
-        f"--{boundary}--",
-        "",
-    ]
-    message = CRLF.join(parts).encode("utf-8")
+    boundary = ("=_" + secrets.token_hex(12)).encode("ascii")
+    message = CRLF_BYTES.join(
+        [
+            *(header.encode("utf-8") for header in headers),
+            b'Content-Type: multipart/alternative; boundary="' + boundary + b'"',
+            b"",
+            b"--" + boundary,
+            b'Content-Type: text/plain; charset="utf-8"',
+            b"Content-Transfer-Encoding: base64",
+            b"",
+            _base64(text_body),
+            b"--" + boundary,
+            b'Content-Type: text/html; charset="utf-8"',
+            b"Content-Transfer-Encoding: base64",
+            b"",
+            _base64(html_body),
+            b"--" + boundary + b"--",
+            b"",
+        ]
+    )
     return WireMessage(message) if all(_wire_safe(header) for header in headers) else message
 
 
@@ -265,10 +269,13 @@ def _wire_safe(header: str) -> bool:
     return not ("\r" in unfolded or "\n" in unfolded or header.startswith(".") or "\n." in header)
 
 
-def _base64(text: str) -> str:
+def _base64(text: str) -> bytes:
     """Lines of 76 characters, as `base64.encodebytes` makes them, without its Python loop per line."""
-    encoded = binascii.b2a_base64(text.encode("utf-8"), newline=False).decode("ascii")
-    return CRLF.join([encoded[i : i + BASE64_LINE] for i in range(0, len(encoded), BASE64_LINE)])
+    encoded = binascii.b2a_base64(text.encode("utf-8"), newline=False)
+    lines = (len(encoded) + BASE64_LINE - 1) // BASE64_LINE
+    if lines > len(BASE64_LINES):
+        return CRLF_BYTES.join([encoded[i : i + BASE64_LINE] for i in range(0, len(encoded), BASE64_LINE)])
+    return CRLF_BYTES.join(map(encoded.__getitem__, BASE64_LINES[:lines]))
 
 
 @lru_cache(maxsize=16)
