@@ -21,6 +21,7 @@ from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from app.mail.sending.smtp import (
+    SMTP_TIMEOUT_SECONDS,
     SmtpConnection,
     SmtpProtocolError,
     SmtpReplyError,
@@ -80,7 +81,7 @@ class MaildirTransport:
 class SmtpTransport:
     """A pool of at most `size` open SMTP connections, each sending one message at a time."""
 
-    def __init__(self, url: str, size: int) -> None:
+    def __init__(self, url: str, size: int, *, timeout: float = SMTP_TIMEOUT_SECONDS) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
             raise ValueError("TIDINGS_SMTP_URL must look like smtp://user:pass@host:port or smtps://...")
@@ -93,6 +94,7 @@ class SmtpTransport:
         self.password = unquote(parts.password) if parts.password else None
         self.verify_tls = query.get("verify", "1").lower() in TRUE_WORDS
         self.size = max(1, size)
+        self.timeout = timeout
         self._idle: list[SmtpConnection] = []
         self._slots = asyncio.Semaphore(self.size)
         self._tls_context: ssl.SSLContext | None = None
@@ -126,6 +128,7 @@ class SmtpTransport:
                 implicit_tls=self.implicit_tls,
                 username=self.username,
                 password=self.password,
+                timeout=self.timeout,
             )
         except (SmtpReplyError, SmtpUnsupported, SmtpProtocolError, OSError, TimeoutError) as exc:
             # A refused connection, greeting, STARTTLS or login: the relay, not this email, is the
