@@ -15,9 +15,8 @@ What it does:
   4. Waits until no row is queued or sending, then counts what the sink received per recipient.
   5. Prints one JSON line on stdout: recipients missed (must be zero), duplicate messages, and their
      bound. A duplicate is an email the sink accepted whose `sent` was never recorded because the worker
-     died first: at most the rows in flight at each kill, i.e. kills x TIDINGS_SEND_BATCH_SIZE x
-     claims in flight per worker (send lanes, plus one prefetched claim per lane if the worker claims
-     ahead).
+     died first: at most the rows the killed worker held `sending`, which is at most one batch per lane,
+     so kills x TIDINGS_SEND_BATCH_SIZE x TIDINGS_SEND_LANES in all.
 
 The sink is smtp-sink with its dump read through a FIFO (send_rig.py): its `X-Rcpt-Args` lines give
 per-recipient counts of what the server acknowledged (after the final "."), which is the question a
@@ -35,6 +34,7 @@ import signal
 import sys
 import time
 from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -73,14 +73,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def in_flight(engine: Any, campaign_id: int) -> int:
+def in_flight(engine: Any, campaign_id: int, claimed_since: datetime, lease: int) -> int:
+    """Rows left `sending` by the worker started at `claimed_since`: their lease ends after its start
+    plus a lease (rows an earlier, killed worker left, not yet swept, end before)."""
     with engine.connect() as conn:
         return int(
             conn.execute(
-                text("SELECT count(*) FROM deliverables WHERE campaign_id = :c AND state = 'sending'"),
-                {"c": campaign_id},
+                text(
+                    "SELECT count(*) FROM deliverables WHERE campaign_id = :c AND state = 'sending'"
+                    " AND lease_until >= :since"
+                ),
+                {"c": campaign_id, "since": naive_utc(claimed_since + timedelta(seconds=lease))},
             ).scalar_one()
         )
+
+
+def naive_utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
         started = time.monotonic()
         generation = 0
+        worker_started = datetime.now(UTC)
         worker = Worker.start(env, scratch, f"worker{generation}")
         say(f"started worker {worker.pid}")
         kills: list[dict[str, Any]] = []
@@ -119,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                 point = pending.pop(0)
                 worker.kill()
                 killed_at = time.monotonic()
-                sending = in_flight(engine, seeded.campaign_id)
+                sending = in_flight(engine, seeded.campaign_id, worker_started, args.lease)
                 kills.append(
                     {
                         "at_progress": point,
@@ -129,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
                         "seconds": round(killed_at - started, 2),
                     }
                 )
-                say(f"kill -9 worker {worker.pid} at {sent:,}/{n:,} sent; {sending} rows left sending")
+                say(f"kill -9 worker {worker.pid} at {sent:,}/{n:,} sent; it left {sending} rows sending")
                 generation += 1
+                worker_started = datetime.now(UTC)
                 worker = Worker.start(env, scratch, f"worker{generation}")
                 stack.callback(worker.stop)
                 say(f"restarted as worker {worker.pid}")
