@@ -171,6 +171,7 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
             upsert(session, Deliverable)
             .from_select(columns, rows)
             .on_conflict_do_nothing(index_elements=["campaign_id", "contact_id"])
+            .execution_options(preserve_rowcount=True)  # SQLAlchemy reports an INSERT's count only so
         )
         queued += int(inserted.rowcount or 0)  # type: ignore[attr-defined]
         started = update(Campaign).where(Campaign.id == campaign_id).values(sent_at=now, updated_at=now)

@@ -9,11 +9,13 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+import pytest
+from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from app.kit.time import utcnow
-from app.mail.sending.queue import release_expired_leases
+from app.mail.sending import queue
+from app.mail.sending.queue import fan_out_due_campaigns, release_expired_leases
 from app.mail.sending.worker import SendWorker
 from app.models import Automation, Campaign, Deliverable
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
@@ -151,3 +153,20 @@ def test_custom_fields_reach_the_emails_that_name_them(
     assert acme.message["Subject"] == "News for Acme" and "Hello Acme" in acme.part("html")
     other = smtp_sink.to("none@example.com")[0]
     assert other.message["Subject"] == "News for you" and "Hello friend" in other.part("html")
+
+
+def test_a_large_fan_out_refreshes_the_planners_statistics(
+    client: Any, api_user: Any, sender: Sender, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL only: ANALYZE after a fan-out, or the claim's plan sorts the whole queue each time."""
+    campaign_id = campaign_with_list(client, api_user.headers, ["s1@example.com", "s2@example.com"])
+    send_now(client, api_user.headers, campaign_id)
+    monkeypatch.setattr(queue, "ANALYZE_AFTER_FAN_OUT", 2)
+    seen: list[str] = []
+    with sender.worker.session_factory() as session:
+        bind = session.connection()
+        event.listen(bind, "before_cursor_execute", lambda *args: seen.append(args[2]))
+        assert fan_out_due_campaigns(session, utcnow()) == [campaign_id]
+        session.rollback()
+    analyzed = any(statement.startswith("ANALYZE deliverables") for statement in seen)
+    assert analyzed == (bind.dialect.name == "postgresql")
