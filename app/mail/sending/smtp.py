@@ -111,28 +111,33 @@ class _Replies(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def read(self, count: int, timeout: float) -> list[tuple[int, str]]:
-        """The next `count` replies, waiting up to `timeout` seconds for them all."""
+    async def read(self, count: int, timeout: float | None) -> list[tuple[int, str]]:
+        """The next `count` replies, waiting up to `timeout` seconds for them all (None: the caller
+        keeps its own deadline, see `expire`)."""
         if len(self.replies) < count:
             if self.lost is not None:
                 raise self.lost
             self.wanted = count
             waiter = self.loop.create_future()
             self.waiter = waiter
-            timer = self.loop.call_later(timeout, _expire, waiter)
+            timer = self.loop.call_later(timeout, self.expire) if timeout is not None else None
             try:
                 await waiter
             finally:
-                timer.cancel()
+                if timer is not None:
+                    timer.cancel()
                 self.waiter = None
             if len(self.replies) < count:
                 raise self.lost or ConnectionResetError("the server closed the connection")
         return [self.replies.popleft() for _ in range(count)]
 
-
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError("the SMTP server did not answer in time"))
+    def expire(self) -> None:
+        """Out of time: the connection is given up, and whoever waits on it gets a TimeoutError."""
+        if self.lost is None:
+            self.lost = TimeoutError("the SMTP server did not answer in time")
+        if self.transport is not None:
+            self.transport.abort()
+        self._wake()
 
 
 class SmtpConnection:
@@ -215,8 +220,9 @@ class SmtpConnection:
             raise self.replies.lost
         self.transport.write(data)
 
-    async def _read(self, count: int) -> list[tuple[int, str]]:
-        found = await self.replies.read(count, self.timeout)
+    async def _read(self, count: int, *, timed: bool = True) -> list[tuple[int, str]]:
+        """The next replies, each within the timeout (untimed: under the email's timer, see send)."""
+        found = await self.replies.read(count, self.timeout if timed else None)
         if any(code == 421 for code, _ in found):
             self._usable = False  # "service not available, closing transmission channel"
         return found
@@ -261,7 +267,18 @@ class SmtpConnection:
     async def send(self, sender: str, recipient: str, message: bytes) -> None:
         """One email to one recipient. Raises SmtpReplyError on a refusal (the connection stays good),
         SmtpUnsupported when the email needs SMTPUTF8 the server lacks, and OSError, TimeoutError or
-        SmtpProtocolError when the connection broke (`content_sent` says whether it may have arrived)."""
+        SmtpProtocolError when the connection broke (`content_sent` says whether it may have arrived).
+
+        The whole dialogue has `timeout` seconds a round trip it needs, kept by one timer an email
+        rather than one a reply (timers were a tenth of the send path's cost)."""
+        round_trips = 2 if self.pipelining else 4
+        timer = self.replies.loop.call_later(self.timeout * round_trips, self.replies.expire)
+        try:
+            await self._send(sender, recipient, message)
+        finally:
+            timer.cancel()
+
+    async def _send(self, sender: str, recipient: str, message: bytes) -> None:
         self.content_sent = False
         if self.replies.replies:
             raise SmtpProtocolError("the server sent a reply nobody asked for")
@@ -278,12 +295,12 @@ class SmtpConnection:
         encoding = "utf-8" if utf8 else "ascii"
         if self.pipelining:
             self._write("\r\n".join([*commands, ""]).encode(encoding))
-            answers = await self._read(3)
+            answers = await self._read(3, timed=False)
         else:
             answers = []
             for command in commands:
                 self._write(f"{command}\r\n".encode(encoding))
-                answers += await self._read(1)
+                answers += await self._read(1, timed=False)
                 if answers[-1][0] >= 400:
                     break
         for (code, text), stage, good in zip(
@@ -297,7 +314,7 @@ class SmtpConnection:
                 raise SmtpReplyError(code, text, stage)
         self.content_sent = True
         self._write(content)
-        [(code, text)] = await self._read(1)
+        [(code, text)] = await self._read(1, timed=False)
         if code != 250:
             raise SmtpReplyError(code, text, "data")
 
@@ -307,10 +324,10 @@ class SmtpConnection:
             # DATA was accepted although MAIL or RCPT was not (pipelined): end it, empty.
             self.content_sent = True
             self._write(b".\r\n")
-            await self._read(1)
+            await self._read(1, timed=False)
         if self._usable:
             self._write(b"RSET\r\n")
-            await self._read(1)
+            await self._read(1, timed=False)
 
     async def quit(self) -> None:
         try:
