@@ -81,6 +81,7 @@ class SendWorker:
         self.transport = transport
         self.tokens = tokens
         self.clock = clock
+        self._lease_margin = config.lease_margin
         # Compiled campaigns by id, with the updated_at they were compiled from (automation emails
         # can still be edited while they are being sent).
         self._compiled: dict[int, tuple[datetime, CompiledCampaign]] = {}
@@ -172,7 +173,7 @@ class SendWorker:
     async def _send(self, item: Claimed) -> Outcome | None:
         """Render and send one email; None when its lease is (nearly) over and it was left unsent:
         another worker may have taken the row back by now."""
-        if item.lease_until is not None and self.clock() >= item.lease_until - self.config.lease_margin:
+        if item.lease_until is not None and self.clock() >= item.lease_until - self._lease_margin:
             return None
 
         def outcome(result: str, *, message_id: str | None = None, error: str | None = None) -> Outcome:
