@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     send_batch_size: int = 200
     # SMTP connections each worker keeps open and sends on at once.
     send_concurrency: int = 8
+    # Batches each process works on at once: while one lane waits on the database, the others keep the
+    # connections busy. At most lanes x batch size emails can be sent twice after a crash.
+    send_lanes: int = 4
     # How long a worker's claim on `sending` rows lasts before another worker may take them back.
     send_lease_seconds: int = 300
     # Feed polling, per worker process: feeds polled at once, requests at once to one host, the time

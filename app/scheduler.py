@@ -23,8 +23,8 @@ from app.mail.sending.worker import SendConfig, SendWorker
 
 log = logging.getLogger("tidings.scheduler")
 
-# Send lanes per process: while one lane waits on SMTP, another claims or records its batch.
-SEND_LANES = 2
+# The lease sweep runs this often, or twice a lease when leases are shorter.
+LEASE_SWEEP_SECONDS = 15.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +75,12 @@ class Scheduler:
             self.feed_jobs = FeedJobs(self.settings, self.session_factory)
         feed_jobs = [Job(name, interval, run) for name, interval, run in self.feed_jobs.jobs()]
 
+        sweep = min(LEASE_SWEEP_SECONDS, max(1.0, self.settings.send_lease_seconds / 2))
         return [
             *feed_jobs,
             Job("campaign fan-out", 1.0, fan_out),
-            Job("send lease sweep", 15.0, release_leases),
-            *[Job(f"send lane {n}", 0.5, worker.run_once) for n in range(SEND_LANES)],
+            Job("send lease sweep", sweep, release_leases),
+            *[Job(f"send lane {n}", 0.5, worker.run_once) for n in range(max(1, self.settings.send_lanes))],
         ]
 
     async def start(self) -> None:

@@ -45,6 +45,15 @@ class SmtpSink:
     received: list[Received] = field(default_factory=list)
     # recipient address -> "451 ..." or "550 ..." to answer at RCPT TO (temporary or permanent).
     refuse: dict[str, str] = field(default_factory=dict)
+    # sender address -> answer at MAIL FROM; recipient address -> answer after the message's content.
+    refuse_mail: dict[str, str] = field(default_factory=dict)
+    refuse_data: dict[str, str] = field(default_factory=dict)
+    # Offer PIPELINING (RFC 2920), as real relays do; aiosmtpd reads pipelined commands in order anyway.
+    pipelining: bool = True
+    # How many MAIL commands to answer by closing the connection instead (a relay that dropped it).
+    drop_mail: int = 0
+    # EHLOs seen: one a connection.
+    ehlos: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -54,6 +63,30 @@ class SmtpSink:
     def to(self, address: str) -> list[Received]:
         with self.lock:
             return [r for r in self.received if address in r.recipients]
+
+    async def handle_EHLO(
+        self, server: SMTPProtocol, session: Session, envelope: Envelope, hostname: str, responses: list[str]
+    ) -> list[str]:
+        session.host_name = hostname
+        self.ehlos += 1
+        if self.pipelining:
+            responses.insert(-1, "250-PIPELINING")
+        return responses
+
+    async def handle_MAIL(
+        self, server: SMTPProtocol, session: Session, envelope: Envelope, address: str, options: list[str]
+    ) -> str:
+        if self.drop_mail > 0:
+            self.drop_mail -= 1
+            assert server.transport is not None
+            server.transport.close()
+            return "421 4.4.2 closing"  # never reaches the client: the connection is gone
+        answer = self.refuse_mail.get(address)
+        if answer:
+            return answer
+        envelope.mail_from = address
+        envelope.mail_options.extend(options)
+        return "250 OK"
 
     async def handle_RCPT(
         self, server: SMTPProtocol, session: Session, envelope: Envelope, address: str, options: list[str]
@@ -65,6 +98,9 @@ class SmtpSink:
         return "250 OK"
 
     async def handle_DATA(self, server: SMTPProtocol, session: Session, envelope: Envelope) -> str:
+        answer = next((self.refuse_data[r] for r in envelope.rcpt_tos if r in self.refuse_data), None)
+        if answer:
+            return answer
         content = envelope.original_content or b""
         with self.lock:
             self.received.append(Received(str(envelope.mail_from), list(envelope.rcpt_tos), content))

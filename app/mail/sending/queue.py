@@ -12,10 +12,26 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Row, and_, case, exists, func, literal, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    String,
+    Table,
+    and_,
+    any_,
+    bindparam,
+    case,
+    exists,
+    func,
+    literal,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.db import skip_locked, upsert
 from app.models import (
@@ -32,6 +48,8 @@ from app.models import (
 )
 from app.models.base import UTCDateTime
 
+# A fan-out of at least this many rows is followed by ANALYZE on PostgreSQL (see fan_out_due_campaigns).
+ANALYZE_AFTER_FAN_OUT = 5000
 # Retries of an SMTP 4xx: 1, 2, 4 ... minutes, capped at an hour; given up after this many attempts.
 MAX_ATTEMPTS = 8
 RETRY_BASE = timedelta(minutes=1)
@@ -56,6 +74,8 @@ class Claimed:
     last_name: str | None
     attempts: int
     fields: dict[str, str] = field(default_factory=dict)
+    # The lease this claim wrote: with the id, it tells this claim's row from a later claim of it.
+    lease_until: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +88,9 @@ class Outcome:
     result: str
     message_id: str | None = None
     error: str | None = None
+    # The claim's lease (Claimed.lease_until): the result is written only while the row is still held
+    # under it. None: under whatever lease the row has.
+    lease_until: datetime | None = None
 
 
 def aware(moment: datetime) -> datetime:
@@ -118,6 +141,7 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
         .limit(limit)
         .with_for_update(**skip_locked(session))
     ).all()
+    queued = 0
     for campaign_id, account_id in due:
         rows = (
             select(
@@ -143,64 +167,115 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
             "created_at",
             "updated_at",
         ]
-        session.execute(
+        inserted = session.execute(
             upsert(session, Deliverable)
             .from_select(columns, rows)
             .on_conflict_do_nothing(index_elements=["campaign_id", "contact_id"])
+            .execution_options(preserve_rowcount=True)  # SQLAlchemy reports an INSERT's count only so
         )
+        queued += int(inserted.rowcount or 0)  # type: ignore[attr-defined]
         started = update(Campaign).where(Campaign.id == campaign_id).values(sent_at=now, updated_at=now)
         session.execute(started)
+    if queued >= ANALYZE_AFTER_FAN_OUT and session.get_bind().dialect.name == "postgresql":
+        # The claim's plan rests on the planner knowing how many rows are queued. Statistics from
+        # before a large fan-out say "almost none", and PostgreSQL then sorts the whole queue on every
+        # claim instead of reading the first rows of its index: seconds a claim at a million rows.
+        # ANALYZE here counts this transaction's own new rows; its figures are seen from the commit on.
+        session.execute(text("ANALYZE deliverables"))
     return [campaign_id for campaign_id, _ in due]
 
 
 # --- claiming ------------------------------------------------------------------------------------
 
 
-def claim_batch(session: Session, now: datetime, size: int, limits: Limits) -> list[Claimed]:
+def claim_batch(
+    session: Session, now: datetime, size: int, limits: Limits, *, load_fields: bool = True
+) -> list[Claimed]:
     """Take up to `size` due deliverables: mark them `sending` under a lease and return what to send.
+    With `load_fields` False, `fields` stays empty (the caller loads them if a template needs them).
 
     Rows of a contact that can no longer receive (unsubscribed, bounced, deleted) are cancelled here;
     rows of a paused automation stay queued. Pacing and the daily cap move rows they hold back to
     a later `send_after` instead of leaving them to be claimed again at once.
     """
     now = aware(now)
-    sendable = and_(
-        Contact.deleted_at.is_(None), Contact.unsubscribed_at.is_(None), Contact.bounced_at.is_(None)
-    )
-    rows = session.execute(
+    # Campaigns of paused automations, usually none, looked up first so that the claim below filters
+    # on the deliverables' own columns: PostgreSQL misjudges a NOT EXISTS there and sorts the whole
+    # queue instead of reading its index in order.
+    paused = session.scalars(
+        select(Campaign.id)
+        .join(Automation, Automation.id == Campaign.automation_id)
+        .where(Automation.active.is_not(True))
+    ).all()
+    due = [Deliverable.state == "queued", Deliverable.send_after <= now]
+    if paused:
+        due.append(Deliverable.campaign_id.not_in(paused))
+    # The rows to take, locked, on their own: a single-table query down the queue's partial index in
+    # its order, which stops after `size` rows (fan_out_due_campaigns keeps the planner's idea of the
+    # queue's size current). Joined to contacts and campaigns in the same query, the planner could
+    # start from the campaign and sort every queued row of it on each claim.
+    head = (
         select(
             Deliverable.id,
             Deliverable.account_id,
             Deliverable.campaign_id,
             Deliverable.contact_id,
             Deliverable.attempts,
+            Deliverable.send_after,
+        )
+        .where(*due)
+        .order_by(Deliverable.send_after, Deliverable.id)
+        .limit(size)
+        .with_for_update(**skip_locked(session))
+        .subquery("head")
+    )
+    sendable = and_(
+        Contact.deleted_at.is_(None), Contact.unsubscribed_at.is_(None), Contact.bounced_at.is_(None)
+    )
+    rows = session.execute(
+        select(
+            head.c.id,
+            head.c.account_id,
+            head.c.campaign_id,
+            head.c.contact_id,
+            head.c.attempts,
             Contact.email,
             Contact.first_name,
             Contact.last_name,
             sendable.label("sendable"),
         )
-        .join(Contact, Contact.id == Deliverable.contact_id)
-        .join(Campaign, Campaign.id == Deliverable.campaign_id)
-        .outerjoin(Automation, Automation.id == Campaign.automation_id)
-        .where(
-            Deliverable.state == "queued",
-            Deliverable.send_after <= now,
-            or_(Campaign.automation_id.is_(None), Automation.active.is_(True)),
-        )
-        .order_by(Deliverable.send_after, Deliverable.id)
-        .limit(size)
-        .with_for_update(of=Deliverable, **skip_locked(session))
+        .join(Contact, Contact.id == head.c.contact_id)
+        .order_by(head.c.send_after, head.c.id)
     ).all()
     if not rows:
         return []
-    cancelled = [row.id for row in rows if not row.sendable]
+    cancelled = [row[0] for row in rows if not row[-1]]
     if cancelled:
         session.execute(
             update(Deliverable)
             .where(Deliverable.id.in_(cancelled))
             .values(state="cancelled", error="contact can no longer receive email", updated_at=now)
+            .execution_options(synchronize_session=False)
         )
-    candidates = [row for row in rows if row.sendable]
+    lease_until = now + limits.lease
+    fields = custom_fields_of(session, [row[3] for row in rows if row[-1]]) if load_fields else {}
+    # Unpacked by position: named access to 200 rows' columns costs more than the rest of this loop.
+    candidates = [
+        Claimed(
+            row_id,
+            account,
+            campaign,
+            contact,
+            email,
+            first,
+            last,
+            tries + 1,
+            fields.get(contact) or {},
+            lease_until,
+        )
+        for row_id, account, campaign, contact, tries, email, first, last, sendable in rows
+        if sendable
+    ]
     allowed, deferred = _apply_account_limits(session, candidates, now, limits)
     if deferred:
         session.execute(
@@ -211,34 +286,16 @@ def claim_batch(session: Session, now: datetime, size: int, limits: Limits) -> l
         return []
     session.execute(
         update(Deliverable)
-        .where(Deliverable.id.in_([row.id for row in allowed]))
-        .values(
-            state="sending",
-            lease_until=now + limits.lease,
-            attempts=Deliverable.attempts + 1,
-            updated_at=now,
-        )
+        .where(_among(session, Deliverable.id, [claimed.deliverable_id for claimed in allowed]))
+        .values(state="sending", lease_until=lease_until, attempts=Deliverable.attempts + 1, updated_at=now)
+        .execution_options(synchronize_session=False)  # no Deliverable objects in this session to update
     )
-    fields = _custom_fields(session, [row.contact_id for row in allowed])
-    return [
-        Claimed(
-            deliverable_id=row.id,
-            account_id=row.account_id,
-            campaign_id=row.campaign_id,
-            contact_id=row.contact_id,
-            email=row.email,
-            first_name=row.first_name,
-            last_name=row.last_name,
-            attempts=row.attempts + 1,
-            fields=fields.get(row.contact_id, {}),
-        )
-        for row in allowed
-    ]
+    return allowed
 
 
 def _apply_account_limits(
-    session: Session, rows: Sequence[Row[*tuple[Any, ...]]], now: datetime, limits: Limits
-) -> tuple[list[Row[*tuple[Any, ...]]], list[tuple[int, datetime]]]:
+    session: Session, rows: Sequence[Claimed], now: datetime, limits: Limits
+) -> tuple[list[Claimed], list[tuple[int, datetime]]]:
     """Split claimed rows into those to send now and (id, send_after) of those to hold back.
 
     Pacing is a shared virtual clock per account (`next_send_at`): each email takes the next slot,
@@ -264,7 +321,7 @@ def _apply_account_limits(
         )
     }
     today = now.date()
-    allowed: list[Row[*tuple[Any, ...]]] = []
+    allowed: list[Claimed] = []
     deferred: list[tuple[int, datetime]] = []
     held_back: dict[int, int] = defaultdict(int)
     for row in rows:
@@ -276,14 +333,14 @@ def _apply_account_limits(
             account.sent_day, account.sent_today = today, 0
         cap = daily_cap(account.id)
         if cap > 0 and account.sent_today >= cap:
-            deferred.append((row.id, next_utc_midnight(today)))
+            deferred.append((row.deliverable_id, next_utc_midnight(today)))
             continue
         if limits.send_rate > 0:
             interval = timedelta(seconds=1 / limits.send_rate)
             slot = max(now, account.next_send_at or now)
             if slot > now + timedelta(seconds=1):
                 held_back[account.id] += 1
-                deferred.append((row.id, slot + interval * (held_back[account.id] - 1)))
+                deferred.append((row.deliverable_id, slot + interval * (held_back[account.id] - 1)))
                 continue
             account.next_send_at = slot + interval
         account.sent_today += 1
@@ -291,7 +348,8 @@ def _apply_account_limits(
     return allowed, deferred
 
 
-def _custom_fields(session: Session, contact_ids: Iterable[int]) -> dict[int, dict[str, str]]:
+def custom_fields_of(session: Session, contact_ids: Iterable[int]) -> dict[int, dict[str, str]]:
+    """Custom field values of the given contacts, by contact id and lowercased field name."""
     found: dict[int, dict[str, str]] = defaultdict(dict)
     ids = list(contact_ids)
     if not ids:
@@ -299,7 +357,7 @@ def _custom_fields(session: Session, contact_ids: Iterable[int]) -> dict[int, di
     for contact_id, name, value in session.execute(
         select(ContactFieldValue.contact_id, ContactField.name, ContactFieldValue.value)
         .join(ContactField, ContactField.id == ContactFieldValue.field_id)
-        .where(ContactFieldValue.contact_id.in_(ids))
+        .where(_among(session, ContactFieldValue.contact_id, ids))
     ):
         found[contact_id][name.lower()] = value
     return found
@@ -314,22 +372,10 @@ def retry_delay(attempts: int) -> timedelta:
 
 
 def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime, rule: BounceRule) -> None:
-    """Write what the transport said. Only rows still `sending` change (a row taken back meanwhile,
-    after its lease ran out, belongs to whoever holds it now)."""
+    """Write what the transport said. Only rows still `sending` under the claim's lease change (a row
+    taken back meanwhile, after its lease ran out, belongs to whoever holds it now)."""
     now = aware(now)
-    sent = [o for o in outcomes if o.result == "sent"]
-    _update_each(
-        session,
-        sent,
-        lambda o: {
-            "state": "sent",
-            "sent_at": now,
-            "lease_until": None,
-            "message_id": o.message_id,
-            "error": None,
-            "updated_at": now,
-        },
-    )
+    _record_sent(session, [o for o in outcomes if o.result == "sent"], now)
     retries = [o for o in outcomes if o.result == "retry"]
     _update_each(
         session,
@@ -370,16 +416,74 @@ def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime
         )
 
 
+def _still_held(lease_until: datetime | None) -> ColumnElement[bool]:
+    held = Deliverable.state == "sending"
+    return held if lease_until is None else and_(held, Deliverable.lease_until == lease_until)
+
+
+def _record_sent(session: Session, sent: Sequence[Outcome], now: datetime) -> None:
+    """The common case, nearly every row of a batch, in one statement although each row has its own
+    Message-ID: on PostgreSQL an UPDATE joined to the unnested arrays of ids and Message-IDs (two
+    parameters for the batch), elsewhere one UPDATE run for all rows (an executemany)."""
+    if not sent:
+        return
+    # The Core table, not the mapped class: the ORM's bulk UPDATE would want the key in the values.
+    table = cast(Table, Deliverable.__table__)
+    by_lease: dict[datetime | None, list[Outcome]] = defaultdict(list)
+    for outcome in sent:
+        by_lease[outcome.lease_until].append(outcome)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    for lease_until, outcomes in by_lease.items():
+        held = table.c.state == "sending"
+        if lease_until is not None:
+            held = and_(held, table.c.lease_until == lease_until)
+        done = {"state": "sent", "sent_at": now, "lease_until": None, "error": None, "updated_at": now}
+        if postgres:
+            rows = (
+                func.unnest(
+                    literal([o.deliverable_id for o in outcomes], postgresql.ARRAY(Integer)),
+                    literal([o.message_id for o in outcomes], postgresql.ARRAY(String)),
+                )
+                .table_valued("id", "message_id")
+                .render_derived(name="sent_rows")
+            )
+            session.execute(
+                update(table)
+                .where(table.c.id == rows.c.id, held)
+                .values(message_id=rows.c.message_id, **done)
+            )
+        else:
+            session.execute(
+                update(table)
+                .where(table.c.id == bindparam("row_id"), held)
+                .values(message_id=bindparam("row_message_id"), **done),
+                [{"row_id": o.deliverable_id, "row_message_id": o.message_id} for o in outcomes],
+            )
+
+
+def _among(session: Session, column: InstrumentedAttribute[int], ids: Sequence[int]) -> ColumnElement[bool]:
+    """`column IN (ids)`; on PostgreSQL `= ANY` of one array parameter rather than a parameter an id,
+    which SQLAlchemy and psycopg would otherwise name, convert and send one by one."""
+    if session.get_bind().dialect.name == "postgresql":
+        return column == any_(literal(list(ids), postgresql.ARRAY(Integer)))
+    return column.in_(ids)
+
+
 def _update_each(
     session: Session, outcomes: Sequence[Outcome], values: Callable[[Outcome], dict[str, Any]]
 ) -> None:
-    """Update rows in as few statements as there are distinct value sets (one for a clean batch)."""
-    groups: dict[tuple[tuple[str, Any], ...], list[int]] = defaultdict(list)
+    """Update rows in as few statements as there are distinct value sets and leases."""
+    groups: dict[tuple[datetime | None, tuple[tuple[str, Any], ...]], list[int]] = defaultdict(list)
     for outcome in outcomes:
-        groups[tuple(sorted(values(outcome).items()))].append(outcome.deliverable_id)
-    for key, ids in groups.items():
-        still_mine = and_(Deliverable.id.in_(ids), Deliverable.state == "sending")
-        session.execute(update(Deliverable).where(still_mine).values(dict(key)))
+        groups[outcome.lease_until, tuple(sorted(values(outcome).items()))].append(outcome.deliverable_id)
+    for (lease_until, key), ids in groups.items():
+        still_mine = and_(Deliverable.id.in_(ids), _still_held(lease_until))
+        session.execute(
+            update(Deliverable)
+            .where(still_mine)
+            .values(dict(key))
+            .execution_options(synchronize_session=False)
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,16 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import mailbox
+import re
+import socket
 import ssl
+import threading
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import aiosmtplib
+from app.mail.sending.smtp import (
+    SMTP_TIMEOUT_SECONDS,
+    SmtpConnection,
+    SmtpProtocolError,
+    SmtpReplyError,
+    SmtpUnsupported,
+)
 
-SMTP_TIMEOUT_SECONDS = 30
 RECONNECT_PAUSE_SECONDS = 5.0
 TRUE_WORDS = {"1", "true", "yes", "on"}
+# Control characters, angle brackets and spaces cannot be in an envelope address (command injection).
+UNSAFE_ADDRESS = re.compile(r"[\x00-\x20\x7f<>]")
 
 
 class TemporaryFailure(Exception):
@@ -46,13 +56,15 @@ class MaildirTransport:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._box: mailbox.Maildir | None = None
+        # The sends of a batch write from several threads at once; only one may create the folders
+        # (two racing `Maildir(create=True)` calls fail with FileExistsError).
+        self._opening = threading.Lock()
 
     def _write(self, message: bytes) -> None:
-        if self._box is None:
-            # Maildir makes only its own directory; the var directory may not exist yet (PostgreSQL and
-            # a configured secret key leave nothing else to create it).
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._box = mailbox.Maildir(self.path, create=True)
+        with self._opening:
+            if self._box is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)  # Maildir makes only its own folder
+                self._box = mailbox.Maildir(self.path, create=True)
         # Maildir files use the local line ending; the message is built with CRLF for SMTP.
         self._box.add(message.replace(b"\r\n", b"\n"))
 
@@ -69,7 +81,7 @@ class MaildirTransport:
 class SmtpTransport:
     """A pool of at most `size` open SMTP connections, each sending one message at a time."""
 
-    def __init__(self, url: str, size: int) -> None:
+    def __init__(self, url: str, size: int, *, timeout: float = SMTP_TIMEOUT_SECONDS) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
             raise ValueError("TIDINGS_SMTP_URL must look like smtp://user:pass@host:port or smtps://...")
@@ -82,9 +94,11 @@ class SmtpTransport:
         self.password = unquote(parts.password) if parts.password else None
         self.verify_tls = query.get("verify", "1").lower() in TRUE_WORDS
         self.size = max(1, size)
-        self._idle: asyncio.LifoQueue[aiosmtplib.SMTP] = asyncio.LifoQueue()
+        self.timeout = timeout
+        self._idle: list[SmtpConnection] = []
         self._slots = asyncio.Semaphore(self.size)
         self._tls_context: ssl.SSLContext | None = None
+        self._local_name: str | None = None
         # After a failed connect, sends fail fast until then instead of each trying (and waiting) again.
         self._down_until = 0.0
 
@@ -98,62 +112,80 @@ class SmtpTransport:
             self._tls_context = context
         return self._tls_context
 
-    async def _connect(self) -> aiosmtplib.SMTP:
+    async def _connect(self) -> SmtpConnection:
         loop = asyncio.get_running_loop()
         if loop.time() < self._down_until:
             raise TemporaryFailure(f"smtp: {self.hostname}:{self.port} was unreachable a moment ago")
-        client = aiosmtplib.SMTP(
-            hostname=self.hostname,
-            port=self.port,
-            use_tls=self.implicit_tls,
-            start_tls=self.starttls if not self.implicit_tls else False,
-            tls_context=self._context(),
-            timeout=SMTP_TIMEOUT_SECONDS,
-        )
+        if self._local_name is None:
+            # What EHLO says; getfqdn may ask DNS, so once, and off the event loop.
+            self._local_name = await asyncio.to_thread(socket.getfqdn)
         try:
-            await client.connect()
-        except (aiosmtplib.SMTPException, OSError, TimeoutError):
+            return await SmtpConnection.open(
+                self.hostname,
+                self.port,
+                local_name=self._local_name,
+                tls=self._context() if self.implicit_tls or self.starttls else None,
+                implicit_tls=self.implicit_tls,
+                username=self.username,
+                password=self.password,
+                timeout=self.timeout,
+            )
+        except (SmtpReplyError, SmtpUnsupported, SmtpProtocolError, OSError, TimeoutError) as exc:
+            # A refused connection, greeting, STARTTLS or login: the relay, not this email, is the
+            # problem. Every email waiting for it is retried later rather than failed for good.
             self._down_until = loop.time() + RECONNECT_PAUSE_SECONDS
-            raise
-        if self.username is not None:
-            await client.login(self.username, self.password or "")
-        return client
+            raise TemporaryFailure(f"smtp: cannot connect to {self.hostname}:{self.port}: {exc}") from exc
 
     async def send(self, sender: str, recipient: str, message: bytes) -> None:
+        for address in (sender, recipient):
+            if not address or UNSAFE_ADDRESS.search(address):
+                raise PermanentFailure(
+                    f"smtp: {address!r} cannot be written in an SMTP envelope", bounce=False
+                )
         async with self._slots:
-            client = self._idle.get_nowait() if not self._idle.empty() else None
-            try:
-                if client is None or not client.is_connected:
-                    client = await self._connect()
-                options = ["SMTPUTF8"] if not (sender.isascii() and recipient.isascii()) else []
-                await client.sendmail(sender, [recipient], message, mail_options=options)
-            except aiosmtplib.SMTPRecipientsRefused as exc:
-                self._keep(client)
-                refusal = exc.recipients[0] if exc.recipients else None
-                code = refusal.code if refusal is not None else 550
-                text = refusal.message if refusal is not None else str(exc)
-                raise _failure(code, text, bounce=True) from exc
-            except aiosmtplib.SMTPResponseException as exc:
-                self._keep(client)
-                raise _failure(exc.code, exc.message, bounce=False) from exc
-            except TemporaryFailure:
-                raise
-            except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
-                await _discard(client)
-                raise TemporaryFailure(f"smtp: {exc}") from exc
-            self._keep(client)
+            while True:
+                connection = self._idle_connection()
+                reused = connection is not None
+                if connection is None:
+                    connection = await self._connect()
+                try:
+                    await connection.send(sender, recipient, message)
+                except SmtpReplyError as exc:
+                    self._keep(connection)
+                    raise _failure(exc.code, exc.text, bounce=exc.stage == "rcpt") from exc
+                except SmtpUnsupported as exc:
+                    self._keep(connection)
+                    raise PermanentFailure(f"smtp: {exc}", bounce=False) from exc
+                except (OSError, TimeoutError, SmtpProtocolError) as exc:
+                    connection.abort()
+                    if reused and not connection.content_sent:
+                        # A pooled connection the server had dropped meanwhile: nothing of this email
+                        # reached it, so it goes out on a fresh connection at once.
+                        continue
+                    raise TemporaryFailure(f"smtp: {exc}") from exc
+                except BaseException:
+                    connection.abort()  # cancelled mid-dialogue: the connection's state is unknown
+                    raise
+                self._keep(connection)
+                return
 
-    def _keep(self, client: aiosmtplib.SMTP | None) -> None:
-        if client is not None and client.is_connected:
-            self._idle.put_nowait(client)
+    def _idle_connection(self) -> SmtpConnection | None:
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.usable:
+                return connection
+            connection.abort()  # closed by the server while idle
+        return None
+
+    def _keep(self, connection: SmtpConnection) -> None:
+        if connection.usable:
+            self._idle.append(connection)
+        else:
+            connection.abort()
 
     async def close(self) -> None:
-        while not self._idle.empty():
-            client = self._idle.get_nowait()
-            try:
-                await client.quit()
-            except (aiosmtplib.SMTPException, OSError, TimeoutError):
-                client.close()
+        idle, self._idle = self._idle, []
+        await asyncio.gather(*(connection.quit() for connection in idle), return_exceptions=True)
 
 
 def _failure(code: int, text: str, *, bounce: bool) -> Exception:
@@ -161,11 +193,6 @@ def _failure(code: int, text: str, *, bounce: bool) -> Exception:
     if 400 <= code < 500:
         return TemporaryFailure(message)
     return PermanentFailure(message, bounce=bounce)
-
-
-async def _discard(client: aiosmtplib.SMTP | None) -> None:
-    if client is not None:
-        client.close()
 
 
 def make_transport(smtp_url: str, outbox: Path, size: int) -> Transport:
@@ -177,9 +204,9 @@ def make_transport(smtp_url: str, outbox: Path, size: int) -> Transport:
 def describe_transport(transport: Transport) -> str:
     """Where mail goes, for the log (never the relay's credentials)."""
     if isinstance(transport, SmtpTransport):
-        security = (
-            "implicit TLS" if transport.implicit_tls else "STARTTLS" if transport.starttls else "no TLS"
-        )
+        security = "no TLS"
+        if transport.implicit_tls or transport.starttls:
+            security = "implicit TLS" if transport.implicit_tls else "STARTTLS"
         return f"the SMTP relay {transport.hostname}:{transport.port} ({security})"
     if isinstance(transport, MaildirTransport):
         return f"the Maildir {transport.path.resolve()} (TIDINGS_SMTP_URL is not set)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from prometheus_client import Counter
@@ -23,6 +23,7 @@ from app.mail.sending.queue import (
     Limits,
     Outcome,
     claim_batch,
+    custom_fields_of,
     fan_out_due_campaigns,
     record_outcomes,
     release_expired_leases,
@@ -37,6 +38,9 @@ EMAILS = Counter(
     "tidings_emails_total", "Emails this process's send workers attempted, by result", ["result"]
 )
 
+# At most this long before its lease ends, a claimed email is no longer started (a tenth of shorter leases).
+MAX_LEASE_MARGIN = timedelta(seconds=5)
+
 
 @dataclass(frozen=True, slots=True)
 class SendConfig:
@@ -44,6 +48,8 @@ class SendConfig:
     batch_size: int
     limits: Limits
     bounce_rule: BounceRule
+    # Emails of a batch in flight at once (the SMTP pool's size: more would only wait for a connection).
+    concurrency: int = 8
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SendConfig:
@@ -56,7 +62,13 @@ class SendConfig:
                 lease=timedelta(seconds=settings.send_lease_seconds),
             ),
             bounce_rule=BounceRule(settings.bounce_stop_rate, settings.bounce_stop_min_sent),
+            concurrency=settings.send_concurrency,
         )
+
+    @property
+    def lease_margin(self) -> timedelta:
+        """An email is not started this close to the end of its claim's lease (see SendWorker._send)."""
+        return min(MAX_LEASE_MARGIN, self.limits.lease / 10)
 
 
 class SendWorker:
@@ -73,6 +85,7 @@ class SendWorker:
         self.transport = transport
         self.tokens = tokens
         self.clock = clock
+        self._lease_margin = config.lease_margin
         # Compiled campaigns by id, with the updated_at they were compiled from (automation emails
         # can still be edited while they are being sent).
         self._compiled: dict[int, tuple[datetime, CompiledCampaign]] = {}
@@ -89,10 +102,18 @@ class SendWorker:
 
     def claim(self) -> list[Claimed]:
         with transaction(self.session_factory) as session:
-            claimed = claim_batch(session, self.clock(), self.config.batch_size, self.config.limits)
-            if claimed:
-                self._load_campaigns(session, {c.campaign_id for c in claimed})
-            return claimed
+            claimed = claim_batch(
+                session, self.clock(), self.config.batch_size, self.config.limits, load_fields=False
+            )
+            if not claimed:
+                return claimed
+            self._load_campaigns(session, {c.campaign_id for c in claimed})
+            # Custom field values only for campaigns whose template names one (most name none).
+            wanted = {c.contact_id for c in claimed if self._compiled[c.campaign_id][1].uses_custom_fields}
+            if not wanted:
+                return claimed
+            fields = custom_fields_of(session, wanted)
+            return [replace(c, fields=fields.get(c.contact_id, {})) for c in claimed]
 
     def record(self, outcomes: Sequence[Outcome]) -> None:
         with transaction(self.session_factory) as session:
@@ -118,10 +139,18 @@ class SendWorker:
         claimed = await asyncio.to_thread(self.claim)
         if not claimed:
             return 0
-        outcomes = await asyncio.gather(*(self._send(item) for item in claimed))
-        await asyncio.to_thread(self.record, outcomes)
+        outcomes = await self._send_all(claimed)
+        if outcomes:
+            await asyncio.to_thread(self.record, outcomes)
         for outcome in outcomes:
             EMAILS.labels(outcome.result).inc()
+        if len(outcomes) < len(claimed):
+            log.warning(
+                "%d of %d emails left unsent: their lease was running out (TIDINGS_SEND_LEASE_SECONDS "
+                "too short for a batch?); they go back to the queue when it has",
+                len(claimed) - len(outcomes),
+                len(claimed),
+            )
         troubled = [o for o in outcomes if o.result != "sent"]
         if troubled:
             # One line a batch, not one an email: a relay that is down would flood the log.
@@ -134,7 +163,25 @@ class SendWorker:
             )
         return len(claimed)
 
-    async def _send(self, item: Claimed) -> Outcome:
+    async def _send_all(self, claimed: Sequence[Claimed]) -> list[Outcome]:
+        """Send a batch, `concurrency` emails at a time: that many coroutines take the next email in
+        turn (rather than one task an email, all but a few of them waiting for a connection)."""
+        results: list[Outcome | None] = [None] * len(claimed)
+        turns = iter(range(len(claimed)))
+
+        async def take_turns() -> None:
+            for index in turns:
+                results[index] = await self._send(claimed[index])
+
+        await asyncio.gather(*(take_turns() for _ in range(min(len(claimed), self.config.concurrency))))
+        return [outcome for outcome in results if outcome is not None]
+
+    async def _send(self, item: Claimed) -> Outcome | None:
+        """Render and send one email; None when its lease is (nearly) over and it was left unsent:
+        another worker may have taken the row back by now."""
+        if item.lease_until is not None and self.clock() >= item.lease_until - self._lease_margin:
+            return None
+
         def outcome(result: str, *, message_id: str | None = None, error: str | None = None) -> Outcome:
             return Outcome(
                 item.deliverable_id,
@@ -144,6 +191,7 @@ class SendWorker:
                 result,
                 message_id=message_id,
                 error=error,
+                lease_until=item.lease_until,
             )
 
         try:

@@ -62,6 +62,6 @@ def test_scheduler_sends_to_the_outbox(database_url: str, tmp_path: Path, commit
     box = mailbox.Maildir(outbox, create=False)
     subjects = sorted(
         str(email.message_from_bytes(box.get_bytes(key), policy=email.policy.default)["Subject"])
-        for key in box.iterkeys()
+        for key in box.iterkeys()  # iterating a Mailbox yields its messages, not its keys
     )
     assert subjects == ["Outbox one@example.com", "Outbox two@example.com"]

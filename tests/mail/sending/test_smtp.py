@@ -1,0 +1,212 @@
+"""The SMTP transport against real servers on loopback: pipelined and one-by-one dialogues, what each
+refusal means for an email, reused and dropped connections, AUTH, SMTPUTF8, and servers that go quiet."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+from app.mail.sending.smtp import WireMessage
+from app.mail.sending.transport import PermanentFailure, SmtpTransport, TemporaryFailure
+from tests.mail.sending.conftest import SmtpSink
+
+MESSAGE = b"From: <news@example.com>\r\nSubject: Hi\r\n\r\nHello\r\n"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def running(sink: SmtpSink, **options: Any) -> Iterator[SmtpSink]:
+    controller = Controller(sink, hostname=sink.host, port=sink.port, **options)
+    controller.start()
+    try:
+        yield sink
+    finally:
+        controller.stop()
+
+
+@pytest.fixture(params=[True, False], ids=["pipelined", "one-by-one"])
+def sink(request: pytest.FixtureRequest) -> Iterator[SmtpSink]:
+    with running(SmtpSink("127.0.0.1", free_port(), pipelining=request.param), enable_SMTPUTF8=True) as s:
+        yield s
+
+
+def send_all(transport: SmtpTransport, *emails: tuple[str, str, bytes]) -> list[Exception | None]:
+    """Send one after another on one event loop; each result is None or the exception raised."""
+
+    async def run() -> list[Exception | None]:
+        results: list[Exception | None] = []
+        try:
+            for sender, recipient, message in emails:
+                try:
+                    await transport.send(sender, recipient, message)
+                    results.append(None)
+                except (TemporaryFailure, PermanentFailure) as exc:
+                    results.append(exc)
+        finally:
+            await transport.close()
+        return results
+
+    return asyncio.run(run())
+
+
+def test_many_emails_over_few_connections(sink: SmtpSink) -> None:
+    transport = SmtpTransport(sink.url, size=2)
+
+    async def run() -> None:
+        try:
+            await asyncio.gather(
+                *(transport.send("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(30))
+            )
+        finally:
+            await transport.close()
+
+    asyncio.run(run())
+    assert sorted(r.recipients[0] for r in sink.received) == sorted(f"r{n}@example.com" for n in range(30))
+    assert sink.ehlos <= 2
+    assert all(r.data == MESSAGE for r in sink.received)
+
+
+def test_line_endings_and_leading_dots_are_fixed_on_the_way(sink: SmtpSink) -> None:
+    odd = b"Subject: dots\n\n.hidden line\r..two dots\r\nend"
+    assert send_all(SmtpTransport(sink.url, size=1), ("a@example.com", "b@example.com", odd)) == [None]
+    assert sink.received[0].data == b"Subject: dots\r\n\r\n.hidden line\r\n..two dots\r\nend\r\n"
+
+
+def test_each_refusal_fails_its_own_email_and_the_connection_goes_on(sink: SmtpSink) -> None:
+    sink.refuse["later@example.com"] = "451 4.7.1 Greylisted"
+    sink.refuse["gone@example.com"] = "550 5.1.1 No such user"
+    sink.refuse_mail["blocked@example.com"] = "553 5.7.1 Sender refused"
+    sink.refuse_data["spam@example.com"] = "554 5.7.1 Looks like spam"
+    sink.refuse_data["full@example.com"] = "452 4.2.2 Mailbox full"
+    results = send_all(
+        SmtpTransport(sink.url, size=1),
+        ("news@example.com", "later@example.com", MESSAGE),
+        ("news@example.com", "gone@example.com", MESSAGE),
+        ("blocked@example.com", "ok1@example.com", MESSAGE),
+        ("news@example.com", "spam@example.com", MESSAGE),
+        ("news@example.com", "full@example.com", MESSAGE),
+        ("news@example.com", "ok2@example.com", MESSAGE),
+    )
+    later, gone, blocked, spam, full, ok = results
+    assert isinstance(later, TemporaryFailure) and "451" in str(later)
+    assert isinstance(gone, PermanentFailure) and gone.bounce and "550" in str(gone)
+    assert isinstance(blocked, PermanentFailure) and not blocked.bounce
+    assert isinstance(spam, PermanentFailure) and not spam.bounce and "554" in str(spam)
+    assert isinstance(full, TemporaryFailure)
+    assert ok is None
+    assert [r.recipients for r in sink.received] == [["ok2@example.com"]]
+    assert sink.ehlos == 1  # every refusal left the dialogue in step: one connection throughout
+
+
+def test_a_pooled_connection_the_relay_dropped_is_replaced_without_losing_the_email(sink: SmtpSink) -> None:
+    transport = SmtpTransport(sink.url, size=1)
+
+    async def run() -> None:
+        try:
+            await transport.send("news@example.com", "first@example.com", MESSAGE)
+            sink.drop_mail = 1  # the pooled connection dies at the next MAIL, before any content
+            await transport.send("news@example.com", "second@example.com", MESSAGE)
+        finally:
+            await transport.close()
+
+    asyncio.run(run())
+    assert [r.recipients[0] for r in sink.received] == ["first@example.com", "second@example.com"]
+    assert sink.ehlos == 2
+
+
+def test_non_ascii_addresses_need_smtputf8() -> None:
+    with running(SmtpSink("127.0.0.1", free_port()), enable_SMTPUTF8=True) as utf8:
+        assert send_all(SmtpTransport(utf8.url, 1), ("news@example.com", "josé@example.com", MESSAGE)) == [
+            None
+        ]
+        assert utf8.received[0].recipients == ["josé@example.com"]
+    with running(SmtpSink("127.0.0.1", free_port()), enable_SMTPUTF8=False) as plain:
+        [refused] = send_all(SmtpTransport(plain.url, 1), ("news@example.com", "josé@example.com", MESSAGE))
+        assert isinstance(refused, PermanentFailure) and not refused.bounce
+        assert "SMTPUTF8" in str(refused)
+
+
+def test_an_address_that_would_inject_commands_is_refused_before_sending(sink: SmtpSink) -> None:
+    [refused] = send_all(
+        SmtpTransport(sink.url, 1), ("news@example.com", "a@example.com>\r\nRCPT TO:<b@example.com", MESSAGE)
+    )
+    assert isinstance(refused, PermanentFailure) and not refused.bounce
+    assert sink.received == [] and sink.ehlos == 0
+
+
+def authenticator(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+    good = isinstance(data, LoginPassword) and (data.login, data.password) == (b"mailer", b"s3cret:/@")
+    return AuthResult(success=good, handled=False)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "LOGIN"])
+def test_login_with_plain_or_login(mechanism: str) -> None:
+    excluded = [m for m in ("PLAIN", "LOGIN") if m != mechanism]
+    sink = SmtpSink("127.0.0.1", free_port())
+    options = {"authenticator": authenticator, "auth_require_tls": False, "auth_exclude_mechanism": excluded}
+    with running(sink, **options):
+        good = SmtpTransport(f"smtp://mailer:s3cret%3A%2F%40@127.0.0.1:{sink.port}", 1)
+        assert send_all(good, ("news@example.com", "a@example.com", MESSAGE)) == [None]
+        bad = SmtpTransport(f"smtp://mailer:wrong@127.0.0.1:{sink.port}", 1)
+        [refused] = send_all(bad, ("news@example.com", "b@example.com", MESSAGE))
+        # A refused login is the relay's set-up, not this email's fault: try again later.
+        assert isinstance(refused, TemporaryFailure) and "535" in str(refused)
+    assert [r.recipients for r in sink.received] == [["a@example.com"]]
+
+
+def test_an_unreachable_relay_fails_fast_after_the_first_try() -> None:
+    transport = SmtpTransport(f"smtp://127.0.0.1:{free_port()}", 2)
+    started = time.monotonic()
+    results = send_all(transport, *[("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(5)])
+    assert all(isinstance(r, TemporaryFailure) for r in results)
+    assert "a moment ago" in str(results[-1])
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("quiet_after", [b"", b"220 hi\r\n", b"220 hi\r\n250 ok\r\n"])
+def test_a_relay_that_stops_answering_times_out(quiet_after: bytes) -> None:
+    """Silent at the greeting, at EHLO, or at MAIL: a temporary failure after the timeout."""
+
+    async def run() -> Exception | None:
+        replies = iter([quiet_after])
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(next(replies, b""))
+            await asyncio.sleep(5)
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport = SmtpTransport(f"smtp://127.0.0.1:{port}", 1, timeout=0.3)
+        try:
+            await transport.send("news@example.com", "a@example.com", MESSAGE)
+        except TemporaryFailure as exc:
+            return exc
+        finally:
+            await transport.close()
+            server.close()
+        return None
+
+    started = time.monotonic()
+    failure = asyncio.run(run())
+    assert isinstance(failure, TemporaryFailure)
+    assert time.monotonic() - started < 3
+
+
+def test_rendered_messages_go_out_as_they_are(sink: SmtpSink) -> None:
+    wire = WireMessage(b"Subject: ready\r\n\r\nalready in SMTP form\r\n")
+    assert send_all(SmtpTransport(sink.url, 1), ("a@example.com", "b@example.com", wire)) == [None]
+    assert sink.received[0].data == bytes(wire)
