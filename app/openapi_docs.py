@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from app.authroutes import api_auth
 from app.authroutes import schemas as auth_schemas
+from app.feeds import auth_routes as v1_auth
 from app.feeds import specs as feed_specs
 from app.feeds.router import feed_routers
 from app.feeds.wire import ErrorOut as FeedErrorOut
@@ -188,6 +189,17 @@ FEED_BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/feeds/{feed_id}/sources"): feed_specs.SourceSetPayload,
     ("put", "/v1/feeds/{feed_id}/sources"): feed_specs.SourceSetPayload,
     ("put", "/v1/telemetry"): TelemetryInput,
+    ("post", "/v1/auth/signup"): v1_auth.SignupInput,
+    ("post", "/v1/auth/login"): v1_auth.Credentials,
+    ("post", "/v1/auth/tokens"): v1_auth.TokenInput,
+    ("post", "/v1/auth/device-sessions/token"): v1_auth.DevicePollInput,
+}
+# The /v1 routes that need no credentials (CONTRACT.md).
+PUBLIC_FEED_ROUTES = {
+    ("post", "/v1/auth/signup"),
+    ("post", "/v1/auth/login"),
+    ("post", "/v1/auth/device-sessions"),
+    ("post", "/v1/auth/device-sessions/token"),
 }
 DRY_RUN = {
     "name": "dry_run",
@@ -232,7 +244,8 @@ def _feed_inputs(document: dict[str, Any]) -> None:
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             parameters = operation.setdefault("parameters", [])
-            if method in ("post", "put", "patch", "delete") and path != "/v1/telemetry":
+            writing = method in ("post", "put", "patch", "delete")
+            if writing and path != "/v1/telemetry" and not path.startswith("/v1/auth/"):
                 parameters.append(DRY_RUN)
             if method == "get" and path in LISTS:
                 parameters.extend(CURSOR_PARAMETERS)
@@ -240,13 +253,16 @@ def _feed_inputs(document: dict[str, Any]) -> None:
                 del operation["parameters"]
             responses = operation.setdefault("responses", {})
             responses.pop("422", None)
-            responses.setdefault(
-                "401",
-                {
-                    "description": "Missing or invalid credentials (`not_authenticated`)",
-                    "content": {"application/json": {"schema": error_ref}},
-                },
-            )
+            if (method, path) in PUBLIC_FEED_ROUTES:
+                operation["security"] = []
+            else:
+                responses.setdefault(
+                    "401",
+                    {
+                        "description": "Missing or invalid credentials (`not_authenticated`)",
+                        "content": {"application/json": {"schema": error_ref}},
+                    },
+                )
             for response in responses.values():
                 schema = response.get("content", {}).get("application/json", {}).get("schema", {})
                 if schema.get("$ref", "").endswith("/ErrorOut"):
@@ -267,8 +283,11 @@ def feeds_openapi() -> dict[str, Any]:
     schemas.pop("ErrorOut", None)
     schemas["FeedError"] = FeedErrorOut.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas["FeedError"]["title"] = "FeedError"
-    components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
-    document["security"] = [{"bearerAuth": []}]
+    components["securitySchemes"] = {
+        "bearerAuth": {"type": "http", "scheme": "bearer"},
+        "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "tidings.session_token"},
+    }
+    document["security"] = [{"bearerAuth": []}, {"sessionCookie": []}]
     _feed_inputs(document)
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)

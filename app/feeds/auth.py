@@ -1,8 +1,8 @@
 """Who calls /v1: `FeedUser`, the one dependency every feed route takes.
 
-Today it accepts a personal access token (`Authorization: Bearer tdg_...`). The `tidings.session_token`
-cookie of CONTRACT.md is the next credential: `current_feed_user` is the seam, where a session lookup
-joins the bearer lookup (try the bearer token, then the cookie), with no change to any route.
+It accepts a personal access token (`Authorization: Bearer tdg_...`) and, without one, the session
+cookie `tidings.session_token` of /v1/auth/login or /api/auth. A write carried by the cookie must come
+from this service's own pages (the Origin guard of /api/auth), so another site cannot ride a session.
 """
 
 from __future__ import annotations
@@ -10,11 +10,18 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy.orm import Session, sessionmaker
 
+from app.config import Settings
 from app.identity.dependencies import bearer_token
-from app.identity.principal import Principal
+from app.identity.origin_guard import check_cookie_origin
+from app.identity.principal import Principal, principal_of
+from app.identity.session_cookie import SESSION_COOKIE, session_token
+from app.identity.sessions import find_session
 from app.identity.token_lookup import CachedTokenLookup
 from app.kit.errors import DomainError
+from app.models import Account
 
 
 class NotAuthenticated(DomainError):
@@ -35,8 +42,35 @@ async def bearer_principal(request: Request) -> Principal | None:
     return await lookup.find(token, fresh=writing)
 
 
+def _session_principal(factory: sessionmaker[Session], token: str) -> Principal | None:
+    with factory() as db:
+        signed_in = find_session(db, token)
+        if signed_in is None:
+            db.commit()  # an expired session found is deleted on the way
+            return None
+        account = db.get(Account, signed_in.user.account_id)
+        principal = principal_of(signed_in.user, account) if account is not None else None
+        db.commit()
+        return principal
+
+
+async def cookie_principal(request: Request) -> Principal | None:
+    """The session cookie's user, or None (no cookie, a forged one, or an ended session)."""
+    if SESSION_COOKIE not in request.cookies:
+        return None
+    settings: Settings = request.app.state.settings
+    token = session_token(request, settings)
+    if token is None:
+        return None
+    check_cookie_origin(request)
+    factory: sessionmaker[Session] = request.app.state.write_session_factory
+    return await run_in_threadpool(_session_principal, factory, token)
+
+
 async def current_feed_user(request: Request) -> Principal:
     principal = await bearer_principal(request)
+    if principal is None and bearer_token(request) is None:
+        principal = await cookie_principal(request)
     if principal is None:
         raise NotAuthenticated()
     return principal

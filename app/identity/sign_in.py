@@ -8,7 +8,7 @@ import hashlib
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
-from app.identity.accounts import find_user_by_username, username_problem
+from app.identity.accounts import find_user_by_email, find_user_by_username, username_problem
 from app.identity.auth_errors import AuthCode, auth_error
 from app.identity.passwords import verify_password
 from app.identity.sessions import SignedIn, start_session
@@ -22,11 +22,15 @@ FAILURES_PER_USERNAME = "10/15 minutes"
 FAILURES_PER_ADDRESS = "100/15 minutes"
 
 
-def check_credentials(db: Session, username: str, password: str) -> User | None:
+def check_credentials(db: Session, username: str, password: str, *, by_email: bool = False) -> User | None:
     """The user these credentials belong to, or None. A malformed or unknown username, a user without a
     password and a wrong password all cost one argon2 verification, so timing tells them apart no more
     than the answer does."""
-    user = find_user_by_username(db, username) if username_problem(username) is None else None
+    if by_email:
+        usable = 0 < len(username) <= 191 and "\x00" not in username
+        user = find_user_by_email(db, username) if usable else None
+    else:
+        user = find_user_by_username(db, username) if username_problem(username) is None else None
     if user is None or user.password_hash is None:
         verify_password(password, None)
         return None
@@ -63,9 +67,15 @@ class SignInThrottle:
 
 
 def _check_and_start(
-    db: Session, username: str, password: str, remember: bool, address: str, user_agent: str | None
+    db: Session,
+    username: str,
+    password: str,
+    remember: bool,
+    address: str,
+    user_agent: str | None,
+    by_email: bool = False,
 ) -> SignedIn | None:
-    user = check_credentials(db, username, password)
+    user = check_credentials(db, username, password, by_email=by_email)
     if user is None:
         return None
     return start_session(db, user, remember=remember, ip_address=address, user_agent=user_agent)
@@ -80,8 +90,10 @@ async def sign_in_with_password(
     address: str,
     user_agent: str | None,
     remember: bool = True,
+    by_email: bool = False,
 ) -> SignedIn:
-    """A new session for these credentials. 429 TOO_MANY_REQUESTS (with Retry-After) while throttled,
+    """A new session for these credentials (`username` is an e-mail address when `by_email`).
+    429 TOO_MANY_REQUESTS (with Retry-After) while throttled,
     else 401 INVALID_USERNAME_OR_PASSWORD for any failure, which counts against the throttle."""
     refusal = await throttle.refusal(username, address)
     if refusal is not None:
@@ -91,7 +103,7 @@ async def sign_in_with_password(
         )
     # argon2 takes tens of milliseconds: a worker thread, not the event loop.
     signed_in = await run_in_threadpool(
-        _check_and_start, db, username, password, remember, address, user_agent
+        _check_and_start, db, username, password, remember, address, user_agent, by_email
     )
     if signed_in is None:
         await throttle.record_failure(username, address)

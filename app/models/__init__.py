@@ -6,7 +6,7 @@ from app.models.campaigns import DELIVERABLE_STATES, Campaign, CampaignList, Del
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
 from app.models.feeds import FEED_KINDS, SOURCE_KINDS, Feed, FeedItem, Source
 from app.models.forms import Form, FormList
-from app.models.identity import PLANS, Account, PersonalToken, User, UserSession
+from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, User, UserSession
 from app.models.lists import ContactList
 from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
 from app.models.telemetry import TelemetrySetting
@@ -29,6 +29,7 @@ __all__ = [
     "ContactFieldValue",
     "ContactList",
     "Deliverable",
+    "DeviceSession",
     "Feed",
     "FeedItem",
     "Form",

@@ -84,3 +84,26 @@ class UserSession(Timestamped, Base):
     remember: Mapped[bool] = mapped_column(default=True)
     ip_address: Mapped[str | None] = mapped_column(String(64), default=None)
     user_agent: Mapped[str | None] = mapped_column(String(512), default=None)
+
+
+class DeviceSession(Timestamped, Base):
+    """A command-line sign-in in progress (/v1/auth/device-sessions): started by the command line,
+    approved by a signed-in user who types the user code, and polled with the device code until its one
+    token is issued. Both codes are stored only as SHA-256 hashes."""
+
+    __tablename__ = "device_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    device_code_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_code_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    expires_at: Mapped[datetime]
+    # Seconds the command line must wait between polls; raised by 5 at each `slow_down`.
+    interval: Mapped[int] = mapped_column(default=5)
+    last_polled_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Set by the approving user; `denied` when they refused instead.
+    user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), default=None, index=True
+    )
+    denied: Mapped[bool] = mapped_column(default=False)
+    # When the token was issued: it is issued once.
+    consumed_at: Mapped[datetime | None] = mapped_column(default=None)

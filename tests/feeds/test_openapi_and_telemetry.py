@@ -35,6 +35,20 @@ ROUTES = {
     ("get", "/v1/telemetry"),
     ("put", "/v1/telemetry"),
 }
+PUBLIC_AUTH_ROUTES = {
+    ("post", "/v1/auth/signup"),
+    ("post", "/v1/auth/login"),
+    ("post", "/v1/auth/device-sessions"),
+    ("post", "/v1/auth/device-sessions/token"),
+}
+AUTH_ROUTES = {
+    ("post", "/v1/auth/logout"),
+    ("get", "/v1/auth/me"),
+    ("get", "/v1/auth/tokens"),
+    ("post", "/v1/auth/tokens"),
+    ("delete", "/v1/auth/tokens/{token_id}"),
+    ("post", "/v1/auth/device-sessions/{user_code}/complete"),
+}
 
 
 @pytest.fixture
@@ -54,7 +68,14 @@ def test_the_served_document_equals_the_committed_one_and_is_valid(served: dict[
 
 def test_every_route_is_described_with_its_inputs(served: dict[str, Any], client: TestClient) -> None:
     described = {(m, p) for p, item in served["paths"].items() for m in item}
-    assert described == ROUTES
+    assert described == ROUTES | AUTH_ROUTES | PUBLIC_AUTH_ROUTES
+    for method, path in PUBLIC_AUTH_ROUTES:
+        operation = served["paths"][path][method]
+        assert operation["security"] == [], (method, path)
+    for method, path in AUTH_ROUTES:
+        assert "401" in served["paths"][path][method]["responses"], (method, path)
+        url = re.sub(r"\{[a-z_]+\}", "1", path)
+        assert client.request(method.upper(), url).status_code == 401, (method, path)
     schemas = served["components"]["schemas"]
     assert {"FeedInput", "SourceInput", "SourceSetPayload", "FeedItemWire", "TelemetryState"} <= set(schemas)
     for method, path in ROUTES:

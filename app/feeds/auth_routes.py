@@ -1,0 +1,378 @@
+"""/v1/auth: signup, login, logout, me, personal access tokens, and the command-line device session.
+
+Login and signup set the session cookie `tidings.session_token` (the one /api/auth sets) and answer
+`{"user": AuthUser}`; they reuse /api/auth's services, the sign-in throttle and the Origin guard.
+Errors are /v1's `{"error", "detail"}`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import Depends, Path, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.background import BackgroundTask
+
+from app.config import Settings
+from app.db import SessionDep
+from app.feeds.auth import FeedUser
+from app.feeds.input import JsonBody, invalid, read_json, validate
+from app.feeds.routing import FeedRouter
+from app.feeds.wire import ErrorOut
+from app.identity.auth_errors import AuthCode
+from app.identity.device_sessions import (
+    complete_device_session,
+    poll_device_session,
+    start_device_session,
+)
+from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin
+from app.identity.session_cookie import clear_session_cookie, session_token, set_session_cookie
+from app.identity.sessions import end_session
+from app.identity.sign_in import sign_in_with_password
+from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in
+from app.identity.token_lookup import CachedTokenLookup, forget_accounts
+from app.identity.tokens import create_personal_token, live_personal_tokens, revoke_personal_token
+from app.kit.errors import DomainError, NotFound
+from app.models import PersonalToken, User
+
+router = FeedRouter(prefix="/v1/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
+
+
+class AuthUser(BaseModel):
+    id: int
+    email: str
+    account_id: int
+    created_at: datetime
+
+
+class UserOut(BaseModel):
+    user: AuthUser
+
+
+class LoggedOut(BaseModel):
+    detail: str = "logged out"
+
+
+class Credentials(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    email: str | None = Field(default=None, max_length=191)
+    username: str | None = Field(default=None, max_length=191)
+    password: str = Field(max_length=1024)
+
+
+class SignupInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    email: str = Field(max_length=191)
+    password: str = Field(max_length=1024)
+    name: str | None = Field(default=None, max_length=191)
+    username: str | None = Field(default=None, max_length=191)
+
+
+class TokenInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str = Field(default="", max_length=191)
+
+
+class TokenOut(BaseModel):
+    id: int
+    name: str
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+
+
+class NewTokenOut(TokenOut):
+    token: str = Field(description="The token itself: shown this once, never again")
+
+
+class TokenListOut(BaseModel):
+    items: list[TokenOut]
+
+
+class DeviceSessionOut(BaseModel):
+    device_code: str
+    user_code: str
+    verification_uri: str
+    expires_in: int
+    interval: int
+
+
+class DeviceCompleteInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    approve: bool = True
+
+
+class DeviceCompleteOut(BaseModel):
+    status: str
+
+
+class DevicePollInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    device_code: str = Field(min_length=1, max_length=256)
+
+
+class DeviceTokenOut(BaseModel):
+    access_token: str
+    token_type: str = "bearer"
+    user: AuthUser
+
+
+def auth_user(user: User) -> AuthUser:
+    return AuthUser(id=user.id, email=user.email, account_id=user.account_id, created_at=user.created_at)
+
+
+def token_out(token: PersonalToken) -> TokenOut:
+    return TokenOut(
+        id=token.id,
+        name=token.name,
+        prefix=token.prefix,
+        created_at=token.created_at,
+        last_used_at=token.last_used_at,
+    )
+
+
+def settings_of(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def errors(*pairs: tuple[int, str]) -> dict[int | str, dict[str, Any]]:
+    return {status: {"model": ErrorOut, "description": text} for status, text in pairs}
+
+
+BAD_INPUT = (400, "validation_error: the body, each invalid field named")
+NO_CREDENTIALS = (401, "not_authenticated")
+
+
+def v1_error(exc: DomainError) -> DomainError:
+    """/api/auth's better-auth codes as /v1 errors."""
+    code = exc.code or ""
+    if code == AuthCode.INVALID_USERNAME_OR_PASSWORD:
+        return DomainError(
+            401, "The e-mail (or username) or password is incorrect.", code="invalid_credentials"
+        )
+    if code == AuthCode.USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL:
+        return DomainError(409, "An account with this e-mail already exists.", code="email_taken")
+    if code == AuthCode.USERNAME_IS_ALREADY_TAKEN:
+        return DomainError(409, "This username is already taken.", code="username_taken")
+    if code == AuthCode.TOO_MANY_REQUESTS:
+        return DomainError(
+            429, "Too many failed logins; try again later.", code="rate_limited", headers=exc.headers
+        )
+    if exc.status == 400 or exc.status == 422:
+        field = "password" if "PASSWORD" in code else "email" if "EMAIL" in code else "username"
+        return invalid({field: [exc.message]})
+    return exc
+
+
+@router.post(
+    "/signup",
+    operation_id="signup",
+    status_code=201,
+    response_model=UserOut,
+    summary="Create a user and its account, signed in by the session cookie (403 while sign-up is closed)",
+    dependencies=[Depends(check_sign_in_origin)],
+    responses=errors(BAD_INPUT, (403, "signup_disabled"), (409, "email_taken or username_taken")),
+)
+async def signup(request: Request, response: Response, body: JsonBody, db: SessionDep) -> UserOut:
+    settings = settings_of(request)
+    if not settings.auth_signup_enabled:
+        raise DomainError(403, "Sign-up is closed on this server.", code="signup_disabled")
+    data = validate(SignupInput, body)
+    new_user = SignUpRequest(
+        email=data.email,
+        password=data.password,
+        name=data.name or data.email.split("@")[0][:191] or data.email,
+        username=data.username,
+    )
+    try:
+        signed_in = await run_in_threadpool(
+            lambda: sign_up_and_sign_in(
+                db,
+                new_user,
+                remember=True,
+                address=client_address(request),
+                user_agent=request.headers.get("user-agent"),
+            )
+        )
+    except DomainError as exc:
+        raise v1_error(exc) from exc
+    set_session_cookie(response, signed_in.token, settings, remember=True)
+    return UserOut(user=auth_user(signed_in.user))
+
+
+@router.post(
+    "/login",
+    operation_id="login",
+    response_model=UserOut,
+    summary="Sign in by e-mail (or username) and password; sets the session cookie tidings.session_token",
+    dependencies=[Depends(check_sign_in_origin)],
+    responses=errors(BAD_INPUT, (401, "invalid_credentials"), (429, "rate_limited; see Retry-After")),
+)
+async def login(request: Request, response: Response, body: JsonBody, db: SessionDep) -> UserOut:
+    data = validate(Credentials, body)
+    if (data.email is None) == (data.username is None):
+        raise invalid({"email": ["Give either `email` or `username`."]})
+    identifier = data.email if data.email is not None else (data.username or "")
+    try:
+        signed_in = await sign_in_with_password(
+            db,
+            request.app.state.sign_in_throttle,
+            username=identifier,
+            password=data.password,
+            address=client_address(request),
+            user_agent=request.headers.get("user-agent"),
+            by_email=data.email is not None,
+        )
+    except DomainError as exc:
+        raise v1_error(exc) from exc
+    set_session_cookie(response, signed_in.token, settings_of(request), remember=True)
+    response.headers["Cache-Control"] = "no-store"
+    return UserOut(user=auth_user(signed_in.user))
+
+
+@router.post(
+    "/logout",
+    operation_id="logout",
+    response_model=LoggedOut,
+    summary="End the cookie's session and clear the cookie",
+    responses=errors(NO_CREDENTIALS),
+)
+def logout(request: Request, response: Response, _user: FeedUser, db: SessionDep) -> LoggedOut:
+    settings = settings_of(request)
+    token = session_token(request, settings)
+    if token is not None:
+        end_session(db, token)
+    clear_session_cookie(response, settings)
+    return LoggedOut()
+
+
+@router.get(
+    "/me", operation_id="me", response_model=AuthUser, summary="The caller", responses=errors(NO_CREDENTIALS)
+)
+def me(user: FeedUser) -> AuthUser:
+    return AuthUser(
+        id=user.user.id,
+        email=user.user.email,
+        account_id=user.user.account_id,
+        created_at=user.user.created_at,
+    )
+
+
+@router.get(
+    "/tokens",
+    operation_id="listTokens",
+    response_model=TokenListOut,
+    summary="The caller's live personal access tokens, newest first",
+    responses=errors(NO_CREDENTIALS),
+)
+def list_tokens(user: FeedUser, db: SessionDep) -> TokenListOut:
+    return TokenListOut(items=[token_out(token) for token in live_personal_tokens(db, user.user.id)])
+
+
+@router.post(
+    "/tokens",
+    operation_id="createToken",
+    status_code=201,
+    response_model=NewTokenOut,
+    summary="Make a personal access token; the token is in this answer only",
+    responses=errors(BAD_INPUT, NO_CREDENTIALS),
+)
+def create_token(user: FeedUser, body: JsonBody, db: SessionDep) -> NewTokenOut:
+    data = validate(TokenInput, body)
+    owner = db.get(User, user.user.id)
+    if owner is None:
+        raise DomainError(
+            401, "Authentication credentials were not provided or are invalid.", code="not_authenticated"
+        )
+    row, token = create_personal_token(db, owner, data.name)
+    return NewTokenOut(**token_out(row).model_dump(), token=token)
+
+
+TokenId = Annotated[int, Path(ge=1, le=2**62)]
+
+
+@router.delete(
+    "/tokens/{token_id}",
+    operation_id="revokeToken",
+    status_code=204,
+    summary="Revoke one of the caller's tokens; it stops working at once",
+    responses=errors(NO_CREDENTIALS, (404, "not_found")),
+)
+def revoke_token(request: Request, token_id: TokenId, user: FeedUser, db: SessionDep) -> Response:
+    if revoke_personal_token(db, user.user.id, token_id) is None:
+        raise NotFound("No such token.")
+    # Forget it now, and again once the revocation is committed, as the account tokens page does.
+    lookup: CachedTokenLookup = request.app.state.token_lookup
+    lookup.forget_account(user.user.account_id)
+    return Response(
+        status_code=204, background=BackgroundTask(forget_accounts, lookup, [user.user.account_id])
+    )
+
+
+@router.post(
+    "/device-sessions",
+    operation_id="startDeviceSession",
+    status_code=201,
+    response_model=DeviceSessionOut,
+    summary="Start a command-line sign-in: show user_code, poll with device_code (no credentials)",
+)
+def start_device(request: Request, db: SessionDep) -> DeviceSessionOut:
+    started = start_device_session(db)
+    base = settings_of(request).base_url.rstrip("/")
+    return DeviceSessionOut(
+        device_code=started.device_code,
+        user_code=started.user_code,
+        verification_uri=f"{base}/v1/auth/device-sessions/{started.user_code}/complete",
+        expires_in=started.expires_in,
+        interval=started.interval,
+    )
+
+
+@router.post(
+    "/device-sessions/token",
+    operation_id="pollDeviceSession",
+    response_model=DeviceTokenOut,
+    summary="Poll with the device code: the token (once) and the AuthUser when approved",
+    responses=errors(
+        (
+            400,
+            "authorization_pending, slow_down, expired_token, access_denied, invalid_grant, validation_error",
+        )
+    ),
+)
+def poll_device(body: JsonBody, db: SessionDep) -> DeviceTokenOut:
+    data = validate(DevicePollInput, body)
+    try:
+        token, user = poll_device_session(db, data.device_code)
+    except DomainError:
+        # The poll is recorded (its time, a raised interval) even though the answer is an error.
+        db.commit()
+        raise
+    return DeviceTokenOut(access_token=token, user=auth_user(user))
+
+
+@router.post(
+    "/device-sessions/{user_code}/complete",
+    operation_id="completeDeviceSession",
+    response_model=DeviceCompleteOut,
+    summary="Approve (or with approve=false deny) the command line showing this user code",
+    responses=errors(
+        BAD_INPUT, NO_CREDENTIALS, (404, "not_found"), (409, "already_completed"), (400, "expired_token")
+    ),
+)
+async def complete_device(
+    request: Request, user_code: Annotated[str, Path(max_length=64)], user: FeedUser, db: SessionDep
+) -> DeviceCompleteOut:
+    raw = await request.body()
+    approve = True
+    if raw.strip():
+        approve = validate(DeviceCompleteInput, await read_json(request)).approve
+    await run_in_threadpool(complete_device_session, db, user_code, user.user.id, approve=approve)
+    return DeviceCompleteOut(status="approved" if approve else "denied")
