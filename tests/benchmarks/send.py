@@ -82,6 +82,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds")
     parser.add_argument("--log-dir", type=Path, help="keep the workers' logs in this folder")
+    parser.add_argument(
+        "--worker-root",
+        type=Path,
+        help="run the workers from this copy of the repository (an older commit, to compare;"
+        " e.g. `git archive COMMIT app migrations | tar -x -C DIR`); same schema required",
+    )
     return parser.parse_args(argv)
 
 
@@ -117,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         base = sink.messages
         sink.watch(base + 1, base + n)
         env = worker_env(args.database_url, sink, scratch, {})
+        if args.worker_root:
+            env["PYTHONPATH"] = str(args.worker_root.resolve())
         started = time.monotonic()
         workers = [Worker.start(env, scratch, f"worker{k}") for k in range(args.workers)]
         for worker in workers:
