@@ -209,7 +209,7 @@ def claim_batch(
     ).all()
     due = [Deliverable.state == "queued", Deliverable.send_after <= now]
     if paused:
-        due.append(Deliverable.campaign_id.not_in(paused))
+        due.append(~_among(session, Deliverable.campaign_id, paused))
     # The rows to take, locked, on their own: a single-table query down the queue's partial index in
     # its order, which stops after `size` rows (fan_out_due_campaigns keeps the planner's idea of the
     # queue's size current). Joined to contacts and campaigns in the same query, the planner could

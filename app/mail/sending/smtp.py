@@ -237,10 +237,15 @@ class SmtpConnection:
         self._write(f"EHLO {local_name}\r\n".encode("idna" if not local_name.isascii() else "ascii"))
         [(code, text)] = await self._read(1)
         if code == 250:
-            extensions = {}
+            extensions: dict[str, str] = {}
             for line in text.split("\n")[1:]:
                 keyword, _, params = line.strip().partition(" ")
-                extensions[keyword.lower()] = params
+                keyword = keyword.lower()
+                if keyword.startswith("auth="):  # the pre-RFC 4954 spelling some servers still send
+                    keyword, params = "auth", f"{keyword[5:]} {params}"
+                if keyword == "auth":
+                    params = f"{extensions.get('auth', '')} {params}".strip()
+                extensions[keyword] = params
             self.extensions = extensions
             return
         # An SMTP-only server: plain HELO, no extensions.

@@ -4,7 +4,10 @@ refusal means for an email, reused and dropped connections, AUTH, SMTPUTF8, and 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
+import ssl
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -210,3 +213,51 @@ def test_rendered_messages_go_out_as_they_are(sink: SmtpSink) -> None:
     wire = WireMessage(b"Subject: ready\r\n\r\nalready in SMTP form\r\n")
     assert send_all(SmtpTransport(sink.url, 1), ("a@example.com", "b@example.com", wire)) == [None]
     assert sink.received[0].data == bytes(wire)
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    request = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    subprocess.run(
+        [*request, "-subj", "/CN=localhost", "-keyout", key, "-out", cert], check=True, capture_output=True
+    )
+    return cert, key
+
+
+def server_context(certificate: tuple[str, str]) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificate)
+    return context
+
+
+def test_starttls_then_login(certificate: tuple[str, str]) -> None:
+    sink = SmtpSink("127.0.0.1", free_port())
+    options = {"tls_context": server_context(certificate), "require_starttls": True}
+    options |= {"authenticator": authenticator, "auth_require_tls": True}
+    with running(sink, **options):
+        url = f"smtp://mailer:s3cret%3A%2F%40@127.0.0.1:{sink.port}?starttls=1&verify=0"
+        assert send_all(SmtpTransport(url, 1), ("news@example.com", "a@example.com", MESSAGE)) == [None]
+        # Without STARTTLS this server refuses MAIL with a 530: a 5xx, so that email fails.
+        [refused] = send_all(
+            SmtpTransport(f"smtp://127.0.0.1:{sink.port}", 1), ("news@example.com", "b@example.com", MESSAGE)
+        )
+        assert isinstance(refused, PermanentFailure) and "530" in str(refused)
+        # A certificate that does not verify is refused unless verify=0.
+        [unverified] = send_all(
+            SmtpTransport(f"smtp://127.0.0.1:{sink.port}?starttls=1", 1),
+            ("news@example.com", "c@example.com", MESSAGE),
+        )
+        assert isinstance(unverified, TemporaryFailure)
+    assert [r.recipients for r in sink.received] == [["a@example.com"]]
+
+
+def test_implicit_tls(certificate: tuple[str, str]) -> None:
+    sink = SmtpSink("127.0.0.1", free_port())
+    with running(sink, ssl_context=server_context(certificate)):
+        url = f"smtps://127.0.0.1:{sink.port}?verify=0"
+        assert send_all(SmtpTransport(url, 1), ("news@example.com", "a@example.com", MESSAGE)) == [None]
+    assert [r.recipients for r in sink.received] == [["a@example.com"]]
