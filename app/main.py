@@ -35,6 +35,7 @@ from app.mail.router import mail_routers
 from app.metrics import RequestMetrics, metrics_router
 from app.openapi_docs import install_openapi_routes
 from app.scheduler import Scheduler
+from app.watches.router import watch_routers
 
 log = logging.getLogger("tidings")
 
@@ -125,6 +126,9 @@ def create_app(
                 await scheduler.stop()
             if async_pool is not None:
                 await async_pool.close()
+            engines = getattr(_app.state, "engines", None)
+            if engines is not None:
+                await engines.aclose()
             if engine is not None:
                 engine.dispose()
 
@@ -152,6 +156,8 @@ def create_app(
     for router in mail_routers:
         app.include_router(router)
     for router in feed_routers:
+        app.include_router(router)
+    for router in watch_routers:
         app.include_router(router)
     install_openapi_routes(app)
     return app

@@ -47,7 +47,11 @@ class InvalidUrl(OutboundError):
 
 
 class ResponseTooLarge(OutboundError):
-    pass
+    """The body was larger than allowed; `status_code` is the response's status (it had arrived)."""
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
 
 
 class OutboundTimeout(OutboundError):
@@ -312,13 +316,17 @@ class SafeHttp:
                 try:
                     length = response.headers.get("content-length", "")
                     if length.isdigit() and int(length) > limit:
-                        raise ResponseTooLarge(f"the response is larger than {limit} bytes ({length})")
+                        raise ResponseTooLarge(
+                            f"the response is larger than {limit} bytes ({length})", response.status_code
+                        )
                     body = bytearray()
                     # aiter_bytes decodes Content-Encoding: the cap applies to what the bytes expand to.
                     async for chunk in response.aiter_bytes():
                         body += chunk
                         if len(body) > limit:
-                            raise ResponseTooLarge(f"the response is larger than {limit} bytes")
+                            raise ResponseTooLarge(
+                                f"the response is larger than {limit} bytes", response.status_code
+                            )
                 finally:
                     await response.aclose()
         except TimeoutError as exc:
