@@ -17,9 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from typing import cast as cast_type
 
 from sqlalchemy import (
     String,
+    Table,
     Text,
     and_,
     bindparam,
@@ -44,6 +46,10 @@ from app.models import (
     WatchActionRun,
     WatchFeed,
 )
+
+# Core tables for the executemany UPDATEs (the ORM would read those as bulk updates by primary key).
+RUNS = cast_type(Table, WatchActionRun.__table__)
+DELIVERIES = cast_type(Table, WatchActionDelivery.__table__)
 
 MAX_ATTEMPTS = 3
 # After the first and the second failed attempt: all three within five minutes.
@@ -382,15 +388,14 @@ def record_outcomes(
     many runs were recorded (a run another worker took back in the meantime is not)."""
     if deliveries:
         session.execute(
-            update(WatchActionDelivery)
-            .where(WatchActionDelivery.id == bindparam("b_id"))
+            update(DELIVERIES)
+            .where(DELIVERIES.c.id == bindparam("b_id"))
             .values(
                 state=bindparam("b_state"),
                 http_status=bindparam("b_http_status"),
                 error=bindparam("b_error"),
                 completed_at=bindparam("b_completed_at"),
-            )
-            .execution_options(synchronize_session=False),
+            ),
             [
                 {
                     "b_id": d.delivery_id,
@@ -419,18 +424,17 @@ def record_outcomes(
     if not mine:
         return 0
     session.execute(
-        update(WatchActionRun)
-        .where(WatchActionRun.id == bindparam("b_id"))
+        update(RUNS)
+        .where(RUNS.c.id == bindparam("b_id"))
         .values(
             state=bindparam("b_state"),
-            result=bindparam("b_result", type_=WatchActionRun.result.type),
+            result=bindparam("b_result", type_=RUNS.c.result.type),
             error=bindparam("b_error"),
             kind=bindparam("b_kind"),
             delivery_id=bindparam("b_delivery_id"),
-            completed_at=bindparam("b_completed_at", type_=WatchActionRun.completed_at.type),
-            scheduled_at=bindparam("b_scheduled_at", type_=WatchActionRun.scheduled_at.type),
-        )
-        .execution_options(synchronize_session=False),
+            completed_at=bindparam("b_completed_at", type_=RUNS.c.completed_at.type),
+            scheduled_at=bindparam("b_scheduled_at", type_=RUNS.c.scheduled_at.type),
+        ),
         [_final(o, now) for o in mine],
     )
     advance(session, [o.run for o in mine if o.state == "succeeded"], now)

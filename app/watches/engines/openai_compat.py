@@ -84,7 +84,14 @@ class OpenAICompatEngine:
         chosen = model or self.default_model
         if chosen:
             return chosen
-        models = (await self.status()).get("available_models") or []
+        status = await self.status()
+        if not status["available"]:
+            # What was cached for GET /v1/engines may be old news: a run asks afresh.
+            status = await self._probe()
+            self._status = (time.monotonic(), status)
+        if not status["available"]:
+            raise EngineError(str(status["unreachable_reason"]))
+        models = status.get("available_models") or []
         if not models:
             raise EngineError("no engine model is set (TIDINGS_ENGINE_MODEL) and the engine lists none")
         return str(models[0])
