@@ -4,6 +4,7 @@ as the result's `enrichment_status`."""
 
 from __future__ import annotations
 
+import codecs
 from typing import Any
 
 from app.kit.safe_http import OutboundError, SafeHttp
@@ -11,6 +12,15 @@ from app.kit.text import html_to_text
 from app.watches.engines.base import ARTICLE_TEXT_LIMIT
 
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
+
+
+def _codec(name: str | None) -> str:
+    """The page's declared charset when Python knows it, else UTF-8 (a bad label is no reason to
+    lose the page)."""
+    try:
+        return codecs.lookup(name).name if name else "utf-8"
+    except LookupError:
+        return "utf-8"
 
 
 async def fetch_article(http: SafeHttp, data: Any, *, wanted: bool) -> tuple[str, str]:
@@ -29,6 +39,6 @@ async def fetch_article(http: SafeHttp, data: Any, *, wanted: bool) -> tuple[str
     content_type = response.headers.get("content-type", "text/html").split(";")[0].strip().lower()
     if response.status_code != 200 or content_type not in TEXT_TYPES:
         return "unavailable", ""
-    text = html_to_text(response.content.decode(response.header_charset() or "utf-8", "replace"))
+    text = html_to_text(response.content.decode(_codec(response.header_charset()), "replace"))
     text = text[:ARTICLE_TEXT_LIMIT]
     return ("included", text) if text else ("unavailable", "")

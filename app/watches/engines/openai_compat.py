@@ -77,7 +77,9 @@ class OpenAICompatEngine:
                 continue
             if response.status_code != 200:
                 snippet = response.content[:200].decode("utf-8", "replace")
-                raise EngineError(f"the engine answered HTTP {response.status_code}: {snippet}")
+                raise EngineError(
+                    f"the engine at {self.base_url} answered HTTP {response.status_code}: {snippet}"
+                )
             return response
 
     async def model_for(self, model: str) -> str:
