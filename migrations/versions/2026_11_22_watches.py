@@ -115,7 +115,7 @@ def upgrade() -> None:
     with op.batch_alter_table('watch_action_runs', schema=None) as batch_op:
         batch_op.create_index('ix_watch_action_runs_action_id_completed_at', ['action_id', 'completed_at'], unique=False)
         batch_op.create_index('ix_watch_action_runs_action_id_id', ['action_id', 'id'], unique=False)
-        batch_op.create_index('ix_watch_action_runs_due', ['scheduled_at'], unique=False, postgresql_where=sa.text("state IN ('pending', 'failed') AND completed_at IS NULL"), sqlite_where=sa.text("state IN ('pending', 'failed') AND completed_at IS NULL"))
+        batch_op.create_index('ix_watch_action_runs_due', ['scheduled_at', 'id'], unique=False, postgresql_where=sa.text("state IN ('pending', 'failed') AND completed_at IS NULL"), sqlite_where=sa.text("state IN ('pending', 'failed') AND completed_at IS NULL"))
         batch_op.create_index('ix_watch_action_runs_running', ['started_at'], unique=False, postgresql_where=sa.text("state = 'running'"), sqlite_where=sa.text("state = 'running'"))
 
     # ### end Alembic commands ###
