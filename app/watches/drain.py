@@ -1,8 +1,9 @@
 """The run drain of one worker process: claims due runs, performs their actions concurrently outside any
 transaction, and records the outcomes together.
 
-One pass is three short transactions: the claim; the `pending` rows of the webhook deliveries about to
-be made; the outcomes (runs, deliveries, and the next action's runs of the chains that go on). The
+One pass is a few short transactions: the claim; the `pending` rows of the webhook deliveries about to
+be made; the outcomes (runs, deliveries, and the next action's runs of the chains that go on), written
+each second for what finished in it, so a slow receiver does not hold the rest of the batch back. The
 slow part (engines, receivers, linked articles) runs between them, with at most
 `watch_drain_concurrency` actions at once in the process. A digest window's runs are performed
 together: one log line or one webhook request.
@@ -36,6 +37,9 @@ from app.watches.run_queue import (
 )
 
 logger = logging.getLogger("tidings.watches.drain")
+
+# While a batch is being performed, what has finished is recorded this often (seconds).
+RECORD_EVERY = 1.0
 
 
 def make_context(settings: Settings, engines: Engines | None = None) -> ActionContext:
@@ -126,15 +130,27 @@ class RunDrain:
             rows = [p.row for p in pending]
             await self._db(lambda session: open_deliveries(session, rows))
             work.extend(self._deliver(p) for p in pending)
-        for found, delivery in await asyncio.gather(*work):
-            outcomes.extend(found)
-            if delivery is not None:
-                deliveries.append(delivery)
+        tasks = {asyncio.ensure_future(job) for job in work}
+        while True:
+            # What finished is recorded within a second or so, even while a slow receiver or engine
+            # holds the rest of the batch.
+            finished, tasks = await asyncio.wait(tasks, timeout=RECORD_EVERY) if tasks else (set(), set())
+            for task in finished:
+                found, delivery = task.result()
+                outcomes.extend(found)
+                if delivery is not None:
+                    deliveries.append(delivery)
+            if outcomes or deliveries:
+                await self._record(outcomes, deliveries)
+                outcomes, deliveries = [], []
+            if not tasks:
+                return len(claim)
+
+    async def _record(self, outcomes: list[Outcome], deliveries: list[DeliveryOutcome]) -> None:
         done = self.clock()
         recorded = await self._db(lambda session: record_outcomes(session, outcomes, deliveries, done))
         self.recorded += recorded
         self.deliveries += len(deliveries)
-        return len(claim)
 
     async def drain(self) -> int:
         """Passes until nothing is due (tests, `--once`); returns how many runs were moved."""
