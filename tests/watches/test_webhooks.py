@@ -4,6 +4,7 @@ blocked destinations, digests of log and webhook actions, and the deliveries rou
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from datetime import UTC, datetime, timedelta
@@ -12,10 +13,14 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
+from app.config import Settings
+from app.db import transaction
 from app.models import WatchActionDelivery
-from app.watches.run_queue import window_of
+from app.watches.actions import webhook
+from app.watches.drain import make_context
+from app.watches.run_queue import claim_runs, open_deliveries, record_outcomes, window_of
 from tests.conftest import ApiUser
 from tests.upstream import Upstream, big_body, respond, slow
 from tests.watches.conftest import Drain, Poll, later, make_feed, make_watch, rss_source, runs_of, serve_items
@@ -324,3 +329,45 @@ def test_bad_delivery_filters_are_400(client: TestClient, api_user: ApiUser) -> 
 
 def iso_z(moment: datetime) -> str:
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def test_a_delivery_is_pending_while_its_call_is_made(
+    client: TestClient,
+    api_user: ApiUser,
+    upstream: Upstream,
+    poll: Poll,
+    db: Session,
+    settings: Settings,
+    session_factory: sessionmaker[Session],
+) -> None:
+    """The drain's steps one at a time: claim, the pending row (committed before the call), the call,
+    the outcome."""
+    upstream.serve("/hook", "ok", 200)
+    watch, at = one_item_hook(client, api_user, upstream, poll)
+    action_id = watch["actions"][0]["id"]
+    with transaction(session_factory) as session:
+        runs = claim_runs(session, at, 10, 10).runs
+    prepared, errored = webhook.prepare(runs, at)
+    assert prepared is not None and errored == []
+    with transaction(session_factory) as session:
+        open_deliveries(session, [prepared.row])
+    [pending] = client.get(f"/v1/actions/{action_id}/deliveries", headers=api_user.headers).json()["items"]
+    assert (
+        pending["state"] == "pending" and pending["http_status"] is None and pending["completed_at"] is None
+    )
+    assert upstream.requests_to("/hook") == []
+
+    async def call() -> Any:
+        context = make_context(settings)
+        try:
+            return await webhook.send(context, prepared, lambda: at)
+        finally:
+            await context.webhook_http.aclose()
+            await context.enrich_http.aclose()
+            await context.engines.aclose()
+
+    outcomes, delivery = asyncio.run(call())
+    with transaction(session_factory) as session:
+        assert record_outcomes(session, outcomes, [delivery], at) == 1
+    [done] = client.get(f"/v1/actions/{action_id}/deliveries", headers=api_user.headers).json()["items"]
+    assert done["id"] == pending["id"] and done["state"] == "succeeded" and done["http_status"] == 200
