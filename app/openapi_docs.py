@@ -22,6 +22,8 @@ from app.feeds.wire import TelemetryInput
 from app.mail import automations, campaigns, contacts, lists
 from app.mail.router import mail_router
 from app.mail.schemas import ErrorOut
+from app.watches import specs as watch_specs
+from app.watches.router import watch_routers
 
 OPENAPI_DIR = Path(__file__).resolve().parent.parent / "openapi"
 MAIL_API_VERSION = "1.2.0"
@@ -173,7 +175,9 @@ def mail_openapi() -> dict[str, Any]:
 FEEDS_API_VERSION = "1.0.0"
 FEEDS_DESCRIPTION = """\
 Feeds collect items from their sources (RSS and Atom documents, Hacker News stories and comments, a
-Reddit community's new posts) on an interval; this is openmagpie's `/v1` feed API.
+Reddit community's new posts) on an interval. Watches subscribe to feeds and run each new item through
+an ordered chain of actions (semantic_filter, extract, log, webhook); each action on an item is a run,
+and each webhook call a delivery. This is openmagpie's `/v1` feed and watch API.
 
 Authenticate with `Authorization: Bearer <token>` (a personal access token from `tidings tokens create`).
 Errors are `{"error": "<code>", "detail": ...}`: 400 `validation_error` (detail maps each invalid field,
@@ -193,6 +197,18 @@ FEED_BODIES: dict[tuple[str, str], Any] = {
     ("post", "/v1/auth/login"): v1_auth.Credentials,
     ("post", "/v1/auth/tokens"): v1_auth.TokenInput,
     ("post", "/v1/auth/device-sessions/token"): v1_auth.DevicePollInput,
+    ("post", "/v1/watches"): watch_specs.WatchInput,
+    ("put", "/v1/watches/{watch_id}"): watch_specs.WatchInput,
+    ("patch", "/v1/watches/{watch_id}"): watch_specs.WatchPatch,
+    ("post", "/v1/watches/{watch_id}/actions"): watch_specs.ActionInput,
+    ("put", "/v1/actions/{action_id}"): watch_specs.ActionInput,
+}
+# The kind-specific `config` of an action input: documented beside it, one schema per kind.
+ACTION_CONFIGS: dict[str, Any] = {
+    "SemanticFilterConfig": watch_specs.SemanticFilterConfig,
+    "ExtractConfig": watch_specs.ExtractConfig,
+    "LogConfig": watch_specs.LogConfig,
+    "WebhookConfig": watch_specs.WebhookConfig,
 }
 # The /v1 routes that need no credentials (CONTRACT.md).
 PUBLIC_FEED_ROUTES = {
@@ -223,7 +239,41 @@ CURSOR_PARAMETERS = [
         "description": "The previous page's next_cursor",
     },
 ]
-LISTS = ("/v1/feeds", "/v1/feeds/{feed_id}/items")
+LISTS = (
+    "/v1/feeds",
+    "/v1/feeds/{feed_id}/items",
+    "/v1/watches",
+    "/v1/actions/{action_id}/activity",
+    "/v1/actions/{action_id}/deliveries",
+)
+RUN_STATE_VALUES = ["pending", "running", "succeeded", "gated", "failed", "errored", "skipped"]
+FILTERS: dict[str, list[dict[str, Any]]] = {
+    "/v1/actions/{action_id}/activity": [
+        {
+            "name": "state",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string", "enum": RUN_STATE_VALUES},
+            "description": "Only runs in this state",
+        },
+        {
+            "name": "window",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string", "enum": ["24h", "yesterday", "7d", "30d"], "default": "7d"},
+            "description": "The summary's window (first page only)",
+        },
+    ],
+    "/v1/actions/{action_id}/deliveries": [
+        {
+            "name": "state",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string", "enum": ["pending", "succeeded", "errored", "failed"]},
+            "description": "Only deliveries in this state",
+        }
+    ],
+}
 
 
 def _feed_inputs(document: dict[str, Any]) -> None:
@@ -240,6 +290,10 @@ def _feed_inputs(document: dict[str, Any]) -> None:
             "required": True,
             "content": {"application/json": {"schema": ref}},
         }
+    for name, model in ACTION_CONFIGS.items():
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[name] = schema
     error_ref = {"$ref": "#/components/schemas/FeedError"}
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
@@ -249,6 +303,8 @@ def _feed_inputs(document: dict[str, Any]) -> None:
                 parameters.append(DRY_RUN)
             if method == "get" and path in LISTS:
                 parameters.extend(CURSOR_PARAMETERS)
+            if method == "get":
+                parameters.extend(FILTERS.get(path, []))
             if not parameters:
                 del operation["parameters"]
             responses = operation.setdefault("responses", {})
@@ -271,9 +327,9 @@ def _feed_inputs(document: dict[str, Any]) -> None:
 
 @cache
 def feeds_openapi() -> dict[str, Any]:
-    routes = [route for router in feed_routers for route in router.routes]
+    routes = [route for router in [*feed_routers, *watch_routers] for route in router.routes]
     document = get_openapi(
-        title="Tidings feeds API (openmagpie-compatible)",
+        title="Tidings feeds and watches API (openmagpie-compatible)",
         version=FEEDS_API_VERSION,
         description=FEEDS_DESCRIPTION,
         routes=routes,

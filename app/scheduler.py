@@ -20,6 +20,7 @@ from app.feeds.jobs import FeedJobs
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import Transport, describe_transport, make_transport
 from app.mail.sending.worker import SendConfig, SendWorker
+from app.watches.jobs import WatchJobs
 
 log = logging.getLogger("tidings.scheduler")
 
@@ -41,6 +42,7 @@ class Scheduler:
         self.session_factory = session_factory
         self.transport: Transport | None = None
         self.feed_jobs: FeedJobs | None = None
+        self.watch_jobs: WatchJobs | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     def send_worker(self) -> SendWorker:
@@ -74,10 +76,14 @@ class Scheduler:
         if self.feed_jobs is None:
             self.feed_jobs = FeedJobs(self.settings, self.session_factory)
         feed_jobs = [Job(name, interval, run) for name, interval, run in self.feed_jobs.jobs()]
+        if self.watch_jobs is None:
+            self.watch_jobs = WatchJobs(self.settings, self.session_factory)
+        watch_jobs = [Job(name, interval, run) for name, interval, run in self.watch_jobs.jobs()]
 
         sweep = min(LEASE_SWEEP_SECONDS, max(1.0, self.settings.send_lease_seconds / 2))
         return [
             *feed_jobs,
+            *watch_jobs,
             Job("campaign fan-out", 1.0, fan_out),
             Job("send lease sweep", sweep, release_leases),
             *[Job(f"send lane {n}", 0.5, worker.run_once) for n in range(max(1, self.settings.send_lanes))],
@@ -97,6 +103,9 @@ class Scheduler:
         if self.feed_jobs is not None:
             await self.feed_jobs.aclose()
             self.feed_jobs = None
+        if self.watch_jobs is not None:
+            await self.watch_jobs.aclose()
+            self.watch_jobs = None
 
     async def _loop(self, job: Job) -> None:
         while True:

@@ -38,6 +38,7 @@ from app.db import skip_locked, upsert
 from app.feeds.connectors.base import ConnectorError, Fetched, SourceJob
 from app.kit.ids import new_ulid, ulid_floor
 from app.models import Feed, FeedItem, Source
+from app.watches.run_queue import enqueue_first_runs
 
 # API connectors look back this far behind their watermark, for items their index saw late; the
 # store drops the repeats.
@@ -189,13 +190,15 @@ def record_polls(session: Session, results: Sequence[FeedPollResult], now: datet
         feed = feeds.get(result.claim.feed_id)
         if feed is not None:
             rows.extend(_apply_poll(feed, result, live, now))
-    inserted = insert_items(session, rows)
+    new_ids = insert_items(session, rows)
+    # Each new item starts the chain of every active watch subscribed to its feed.
+    enqueue_first_runs(session, new_ids, now)
     by_retention: dict[int, list[str]] = {}
     for feed in feeds.values():
         by_retention.setdefault(feed.retention_days, []).append(feed.id)
     for retention_days, feed_ids in by_retention.items():
         prune_feeds(session, feed_ids, retention_days, now)
-    return inserted
+    return len(new_ids)
 
 
 def _apply_poll(
@@ -298,22 +301,22 @@ def _recordset_items(rows: Sequence[dict[str, Any]]) -> Any:
     return select(*(recordset.c[name] for name in _ITEM_COLUMNS))
 
 
-def insert_items(session: Session, rows: Sequence[dict[str, Any]]) -> int:
-    """One INSERT for all rows that skips items a source already yielded; returns how many were new."""
+def insert_items(session: Session, rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One INSERT for all rows that skips items a source already yielded; returns the new items' ids."""
     if not rows:
-        return 0
+        return []
     statement = upsert(session, FeedItem)
     if session.get_bind().dialect.name == "postgresql":
         statement = statement.from_select(_ITEM_COLUMNS, _recordset_items(rows))
         done = statement.on_conflict_do_nothing(index_elements=["source_id", "external_id"]).returning(
             FeedItem.id
         )
-        return len(session.execute(done).all())
+        return list(session.scalars(done))
     # SQLite: SQLAlchemy sends the rows as multi-row batches within its parameter limit.
     done = statement.on_conflict_do_nothing(index_elements=["source_id", "external_id"]).returning(
         FeedItem.id
     )
-    return len(session.execute(done, list(rows)).all())
+    return list(session.scalars(done, list(rows)))
 
 
 def release_lease(session: Session, claim: ClaimedFeed, now: datetime) -> None:

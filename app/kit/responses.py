@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import orjson
 from fastapi.responses import Response
+
+from app.kit.time import iso
 
 
 def json_response(content: Any, status_code: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(
         orjson.dumps(content), status_code=status_code, headers=headers, media_type="application/json"
     )
+
+
+def _iso_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return iso(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def timestamped_json_response(content: Any, status_code: int = 200) -> Response:
+    """`json_response` for content that holds datetimes: each written as the APIs write timestamps
+    (UTC, six fractional digits, `Z`) rather than orjson's own RFC 3339 form."""
+    body = orjson.dumps(content, default=_iso_default, option=orjson.OPT_PASSTHROUGH_DATETIME)
+    return Response(body, status_code=status_code, media_type="application/json")

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import select
 import socket
+import ssl
 import time
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -47,7 +49,11 @@ class InvalidUrl(OutboundError):
 
 
 class ResponseTooLarge(OutboundError):
-    pass
+    """The body was larger than allowed; `status_code` is the response's status (it had arrived)."""
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
 
 
 class OutboundTimeout(OutboundError):
@@ -131,6 +137,48 @@ async def system_resolver(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
+def _is_readable(sock: socket.socket | None) -> bool:
+    """Whether an idle connection's socket has something to read: for a keep-alive connection, that
+    the server closed it (or sent what it should not have)."""
+    if sock is None or sock.fileno() < 0:
+        return True
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+class QuickStream(httpcore.AsyncNetworkStream):
+    """httpcore's anyio stream with its socket looked up once. The connection pool asks every idle
+    connection whether it is readable each time it hands out a connection; anyio answers that by
+    rebuilding a dictionary of the stream's attributes on every call, which dominated the cost of
+    many small requests over kept-alive connections."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self.inner = inner
+        self._socket: socket.socket | None = inner.get_extra_info("socket")
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return await self.inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        await self.inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        return QuickStream(await self.inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable":
+            return _is_readable(self._socket)
+        if info == "socket":
+            return self._socket
+        return self.inner.get_extra_info(info)
+
+
 class GuardedBackend(httpcore.AsyncNetworkBackend):
     """httpcore's network backend with the address check between resolving and connecting."""
 
@@ -179,13 +227,14 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         last: Exception | None = None
         for address in addresses:
             try:
-                return await self.inner.connect_tcp(
+                stream = await self.inner.connect_tcp(
                     address,
                     port,
                     timeout=timeout,
                     local_address=local_address,
                     socket_options=socket_options,
                 )
+                return QuickStream(stream)
             except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
                 last = exc
         assert last is not None
@@ -312,13 +361,17 @@ class SafeHttp:
                 try:
                     length = response.headers.get("content-length", "")
                     if length.isdigit() and int(length) > limit:
-                        raise ResponseTooLarge(f"the response is larger than {limit} bytes ({length})")
+                        raise ResponseTooLarge(
+                            f"the response is larger than {limit} bytes ({length})", response.status_code
+                        )
                     body = bytearray()
                     # aiter_bytes decodes Content-Encoding: the cap applies to what the bytes expand to.
                     async for chunk in response.aiter_bytes():
                         body += chunk
                         if len(body) > limit:
-                            raise ResponseTooLarge(f"the response is larger than {limit} bytes")
+                            raise ResponseTooLarge(
+                                f"the response is larger than {limit} bytes", response.status_code
+                            )
                 finally:
                     await response.aclose()
         except TimeoutError as exc:

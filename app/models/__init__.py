@@ -10,12 +10,24 @@ from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, Us
 from app.models.lists import ContactList
 from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
 from app.models.telemetry import TelemetrySetting
+from app.models.watch_runs import (
+    DELIVERY_STATES,
+    RUN_STATES,
+    TERMINAL_RUN_STATES,
+    WatchActionDelivery,
+    WatchActionRun,
+)
+from app.models.watches import ACTION_KINDS, Watch, WatchAction, WatchFeed
 
 __all__ = [
+    "ACTION_KINDS",
     "DELIVERABLE_STATES",
+    "DELIVERY_STATES",
     "FEED_KINDS",
     "PLANS",
+    "RUN_STATES",
     "SOURCE_KINDS",
+    "TERMINAL_RUN_STATES",
     "TRIGGER_TYPES",
     "Account",
     "Automation",
@@ -43,4 +55,9 @@ __all__ = [
     "TelemetrySetting",
     "User",
     "UserSession",
+    "Watch",
+    "WatchAction",
+    "WatchActionDelivery",
+    "WatchActionRun",
+    "WatchFeed",
 ]

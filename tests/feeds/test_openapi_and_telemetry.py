@@ -1,5 +1,5 @@
 """GET /v1/openapi.yaml (equal to the committed openapi/feeds.yaml, a valid OpenAPI 3 document that
-describes every feed route), and GET|PUT /v1/telemetry."""
+describes every feed and watch route), and GET|PUT /v1/telemetry."""
 
 from __future__ import annotations
 
@@ -34,6 +34,22 @@ ROUTES = {
     ("get", "/v1/feeds/{feed_id}/items"),
     ("get", "/v1/telemetry"),
     ("put", "/v1/telemetry"),
+    ("get", "/v1/watches"),
+    ("post", "/v1/watches"),
+    ("get", "/v1/watches/{watch_id}"),
+    ("put", "/v1/watches/{watch_id}"),
+    ("patch", "/v1/watches/{watch_id}"),
+    ("delete", "/v1/watches/{watch_id}"),
+    ("get", "/v1/watches/{watch_id}/actions"),
+    ("post", "/v1/watches/{watch_id}/actions"),
+    ("get", "/v1/actions/{action_id}"),
+    ("put", "/v1/actions/{action_id}"),
+    ("delete", "/v1/actions/{action_id}"),
+    ("get", "/v1/actions/{action_id}/activity"),
+    ("get", "/v1/actions/{action_id}/deliveries"),
+    ("get", "/v1/action-activity/{run_id}"),
+    ("get", "/v1/action-deliveries/{delivery_id}"),
+    ("get", "/v1/engines"),
 }
 PUBLIC_AUTH_ROUTES = {
     ("post", "/v1/auth/signup"),

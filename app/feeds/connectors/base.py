@@ -4,8 +4,6 @@ hands a connector, what it hands back, its errors, and the payload and text help
 from __future__ import annotations
 
 import asyncio
-import html
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -16,6 +14,7 @@ from urllib.parse import urlsplit
 
 from app.config import Settings
 from app.kit.safe_http import OutboundError, SafeHttp, SafeResponse
+from app.kit.text import html_to_text as html_to_text
 from app.kit.time import iso
 
 T = TypeVar("T")
@@ -123,24 +122,6 @@ class Connector(Protocol):
 
 
 # --- helpers --------------------------------------------------------------------------------------
-
-_SCRIPT = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<[^>]*>")
-
-
-def html_to_text(value: str, limit: int = MAX_CONTENT) -> str:
-    """Markup to plain text: scripts and styles dropped, tags removed, entities decoded, whitespace
-    collapsed. What a reader or a language model wants to see. (One pass of each, in C where it can:
-    this runs for every item of every poll.)"""
-    if not value:
-        return ""
-    if "<" in value:
-        if "script" in value or "style" in value or "SCRIPT" in value or "STYLE" in value:
-            value = _SCRIPT.sub(" ", value)
-        value = _TAG.sub(" ", value)
-    if "&" in value:
-        value = html.unescape(value)
-    return " ".join(value.split())[:limit]
 
 
 def clean_text(value: Any, limit: int = MAX_TITLE) -> str:

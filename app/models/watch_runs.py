@@ -1,0 +1,96 @@
+"""Runs (one action executing on one feed item: the work queue) and deliveries (each outbound call a
+webhook action made, one row per attempt)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.models.base import Base
+from app.models.feeds import JsonValue
+
+RUN_STATES = ("pending", "running", "succeeded", "gated", "failed", "errored", "skipped")
+# States a run rests in for good (a `failed` run only once it has a completion time).
+TERMINAL_RUN_STATES = ("succeeded", "gated", "failed", "errored", "skipped")
+DELIVERY_STATES = ("pending", "succeeded", "errored", "failed")
+
+_QUEUED = "state IN ('pending', 'failed') AND completed_at IS NULL"
+
+
+class WatchActionRun(Base):
+    __tablename__ = "watch_action_runs"
+    __table_args__ = (
+        # One run per action and item: a retry is another attempt of the same row, and enqueueing
+        # twice (a poll recorded twice, a chain advanced twice) adds nothing.
+        UniqueConstraint("action_id", "feed_item_id"),
+        # The drain's question: which runs are due? (pending, and failed ones waiting for a retry)
+        Index(
+            "ix_watch_action_runs_due",
+            "scheduled_at",
+            "id",
+            postgresql_where=text(_QUEUED),
+            sqlite_where=text(_QUEUED),
+        ),
+        # The sweep's question: which runs were left running?
+        Index(
+            "ix_watch_action_runs_running",
+            "started_at",
+            postgresql_where=text("state = 'running'"),
+            sqlite_where=text("state = 'running'"),
+        ),
+        # An action's activity, newest first, and its summary (by completion time; null is backlog).
+        Index("ix_watch_action_runs_action_id_id", "action_id", "id"),
+        Index("ix_watch_action_runs_action_id_completed_at", "action_id", "completed_at"),
+    )
+
+    # ULID: an action's activity pages by id, newest first.
+    id: Mapped[str] = mapped_column(String(26), primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    watch_id: Mapped[str] = mapped_column(ForeignKey("watches.id", ondelete="CASCADE"))
+    action_id: Mapped[str] = mapped_column(ForeignKey("watch_actions.id", ondelete="CASCADE"))
+    # No foreign keys: a run outlives its item (retention prunes items) and records where it came from.
+    feed_item_id: Mapped[str] = mapped_column(String(26))
+    feed_id: Mapped[str] = mapped_column(String(26))
+    # The action's kind when the run was made (its result's shape).
+    kind: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(16), default="pending")
+    # Attempts started so far; also the fence of a claim (a worker records only the attempt it ran).
+    attempts: Mapped[int] = mapped_column(default=0)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JsonValue, default=None)
+    error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column()
+    # When the run is due (again): now when enqueued, later for a retry or a digest's window.
+    scheduled_at: Mapped[datetime | None] = mapped_column(default=None)
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    completed_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Digest actions: the end of the window the run was put in (set the first time the drain sees it).
+    window_end: Mapped[datetime | None] = mapped_column(default=None)
+    # The delivery that carried the item (webhook actions).
+    delivery_id: Mapped[str | None] = mapped_column(String(26), default=None)
+
+
+class WatchActionDelivery(Base):
+    __tablename__ = "watch_action_deliveries"
+    __table_args__ = (Index("ix_watch_action_deliveries_action_id_id", "action_id", "id"),)
+
+    id: Mapped[str] = mapped_column(String(26), primary_key=True)
+    account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
+    watch_id: Mapped[str] = mapped_column(ForeignKey("watches.id", ondelete="CASCADE"))
+    action_id: Mapped[str] = mapped_column(ForeignKey("watch_actions.id", ondelete="CASCADE"))
+    delivery: Mapped[str] = mapped_column(String(16))
+    method: Mapped[str] = mapped_column(String(8))
+    state: Mapped[str] = mapped_column(String(16), default="pending")
+    attempt: Mapped[int] = mapped_column(default=0)
+    item_count: Mapped[int] = mapped_column(default=0)
+    http_status: Mapped[int | None] = mapped_column(default=None)
+    # The destination's host (and port) only: never its path, query or headers.
+    target_host: Mapped[str] = mapped_column(String(300), default="")
+    error: Mapped[str] = mapped_column(Text, default="")
+    # The body as sent; headers are never stored.
+    request_payload: Mapped[dict[str, Any]] = mapped_column(JsonValue, default=dict)
+    created_at: Mapped[datetime] = mapped_column()
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    completed_at: Mapped[datetime | None] = mapped_column(default=None)

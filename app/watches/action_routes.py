@@ -1,0 +1,78 @@
+"""/v1/actions/{id}: read, edit (PUT) and delete one action of a chain; thin routes over chain_service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request, Response
+
+from app.db import SessionDep
+from app.feeds.auth import FeedUser
+from app.feeds.input import DryRun, JsonBody, validate
+from app.feeds.routing import FeedRouter
+from app.feeds.wire import ErrorOut
+from app.kit.responses import timestamped_json_response
+from app.kit.time import utcnow
+from app.watches import chain_service
+from app.watches.specs import ActionInput
+from app.watches.wire import WatchActionMutationResponse, WatchActionWire
+
+router = FeedRouter(tags=["Watches"])
+
+MISSING: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "No such action in the account"}
+}
+
+
+@router.get(
+    "/v1/actions/{action_id}", response_model=WatchActionWire, summary="One action", responses=MISSING
+)
+def get_action(action_id: str, session: SessionDep, principal: FeedUser) -> Response:
+    return timestamped_json_response(chain_service.read_action(session, principal.account.id, action_id))
+
+
+@router.put(
+    "/v1/actions/{action_id}",
+    response_model=WatchActionMutationResponse,
+    summary="Edit an action",
+    description="Replaces its kind and config (a webhook secret sent back masked keeps its stored "
+    "value); `rank`, when given, moves it in the chain. With `?dry_run=true` nothing is stored.",
+    responses={
+        400: {"model": ErrorOut, "description": "Invalid input; `detail` names each field"},
+        **MISSING,
+    },
+)
+def edit_action(
+    action_id: str,
+    request: Request,
+    session: SessionDep,
+    principal: FeedUser,
+    body: JsonBody,
+    dry_run: DryRun,
+) -> Response:
+    item = validate(ActionInput, body)
+    edited = chain_service.edit_action(
+        session,
+        principal,
+        action_id,
+        item,
+        dry_run=dry_run,
+        allow_private=bool(request.app.state.settings.outbound_allow_private),
+        now=utcnow(),
+    )
+    return timestamped_json_response(edited)
+
+
+@router.delete(
+    "/v1/actions/{action_id}",
+    status_code=204,
+    response_model=None,
+    summary="Delete an action with its runs and deliveries",
+    description="204; the later actions move up. A dry run answers 200 with the action that would go.",
+    responses={200: {"model": WatchActionMutationResponse, "description": "Dry run"}, **MISSING},
+)
+def delete_action(action_id: str, session: SessionDep, principal: FeedUser, dry_run: DryRun) -> Response:
+    preview = chain_service.delete_action(session, principal, action_id, dry_run=dry_run, now=utcnow())
+    if preview is not None:
+        return timestamped_json_response(preview)
+    return Response(status_code=204)

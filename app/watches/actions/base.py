@@ -1,0 +1,78 @@
+"""What the actions share: the context a drain hands them, and the item text and payload builders."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from app.config import Settings
+from app.kit.safe_http import SafeHttp
+from app.kit.time import iso
+from app.watches.engines.base import ItemText
+from app.watches.engines.registry import Engines
+from app.watches.run_queue import ClaimedRun
+
+log = logging.getLogger("tidings.watches")
+
+
+@dataclass(frozen=True, slots=True)
+class ActionContext:
+    settings: Settings
+    engines: Engines
+    # Webhook calls: user-given destinations, so private addresses only when the settings allow.
+    webhook_http: SafeHttp
+    # Linked articles (enrichment): the same rules as any other user-given URL.
+    enrich_http: SafeHttp
+
+
+class Unreadable(Exception):
+    """The run's stored item is gone or cannot be read back: a permanent defect (`errored`)."""
+
+
+def item_data(run: ClaimedRun) -> dict[str, Any]:
+    if run.item is None:
+        raise Unreadable("the feed item is gone (pruned by retention, or its feed was deleted)")
+    if not isinstance(run.item.data, dict):
+        raise Unreadable("the feed item's stored data cannot be read back")
+    return run.item.data
+
+
+def item_text(run: ClaimedRun, article: str = "") -> ItemText:
+    data = item_data(run)
+    return ItemText(
+        source=run.item.source_label if run.item is not None else "",
+        title=str(data.get("title") or ""),
+        content=str(data.get("content") or ""),
+        url=str(data.get("external_url") or data.get("url") or ""),
+        article=article,
+    )
+
+
+def payload_item(run: ClaimedRun, include_fields: list[str]) -> dict[str, Any]:
+    """One item of a webhook body or log line: its key, its source, and its fields (all, or those
+    named by include_fields)."""
+    data = item_data(run)
+    assert run.item is not None
+    fields = data if not include_fields else {name: data[name] for name in include_fields if name in data}
+    return {
+        "key": f"{run.item.source_kind}:{run.item.external_id}",
+        "source": {"label": run.item.source_label, "kind": run.item.source_kind},
+        "item": fields,
+    }
+
+
+def payload(runs: list[ClaimedRun], items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The body of a webhook request (and of a log line): CONTRACT.md's shape, `window` null for an
+    instant delivery and the window's bounds for a digest."""
+    first = runs[0]
+    window = None
+    if first.window is not None:
+        window = {"since": iso(first.window[0]), "until": iso(first.window[1])}
+    return {
+        "watch": {"id": first.watch_id, "name": first.watch_name},
+        "action_id": first.action_id,
+        "delivery": "digest" if first.window is not None else "instant",
+        "window": window,
+        "items": items,
+    }

@@ -1,0 +1,47 @@
+"""log: one line on the server's log per item (instant) or per window (digest), the prefix then the
+same JSON body a webhook would carry, flushed at once. A digest line may repeat after a crash
+(at-least-once): a log line carries no key to deduplicate on."""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+
+from app.watches.actions.base import Unreadable, payload, payload_item
+from app.watches.run_queue import ClaimedRun, Outcome
+
+watch_log = logging.getLogger("tidings.watches.log")
+watch_log.setLevel(logging.INFO)
+# What a run keeps of the line it wrote.
+MAX_RENDERED = 10_000
+
+
+def _flush(logger: logging.Logger) -> None:
+    current: logging.Logger | None = logger
+    while current is not None:
+        for handler in current.handlers:
+            handler.flush()
+        current = current.parent if current.propagate else None
+
+
+def perform(runs: list[ClaimedRun]) -> list[Outcome]:
+    config = runs[0].config
+    include = list(config.get("include_fields") or [])
+    outcomes: list[Outcome] = []
+    good: list[ClaimedRun] = []
+    items = []
+    for run in runs:
+        try:
+            items.append(payload_item(run, include))
+        except Unreadable as exc:
+            outcomes.append(Outcome(run, "errored", error=str(exc)))
+            continue
+        good.append(run)
+    if good:
+        line = f"{config.get('prefix', '[watch]')} {orjson.dumps(payload(good, items)).decode()}"
+        watch_log.info(line)
+        _flush(watch_log)
+        rendered = {"rendered": line[:MAX_RENDERED]}
+        outcomes.extend(Outcome(run, "succeeded", result=rendered) for run in good)
+    return outcomes

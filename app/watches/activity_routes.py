@@ -1,0 +1,94 @@
+"""An action's activity (its runs) and deliveries, one run and one delivery: thin routes over
+activity_service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request, Response
+
+from app.db import SessionDep
+from app.feeds.auth import FeedUser
+from app.feeds.input import PageCursor
+from app.feeds.routing import FeedRouter
+from app.feeds.wire import ErrorOut
+from app.kit.responses import timestamped_json_response
+from app.kit.time import utcnow
+from app.watches import activity_service
+from app.watches.wire import (
+    WatchActionDeliveryListResponse,
+    WatchActionDeliveryView,
+    WatchActionRunListResponse,
+    WatchActionRunView,
+)
+
+router = FeedRouter(tags=["Activity"])
+
+NOT_ACTION: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "An unknown `state` or `window`"},
+    404: {"model": ErrorOut, "description": "No such action in the account"},
+}
+
+
+@router.get(
+    "/v1/actions/{action_id}/activity",
+    response_model=WatchActionRunListResponse,
+    summary="An action's runs, newest first",
+    description="`?state=` keeps runs in one state; `?window=` (24h, yesterday, 7d, 30d; default 7d) "
+    "picks the summary's window. The first page (no `after`) carries the summary; `feeds` and "
+    "`feed_items` describe the items the runs worked on (an item pruned by retention is absent).",
+    responses=NOT_ACTION,
+)
+def action_activity(
+    action_id: str, request: Request, session: SessionDep, principal: FeedUser, cursor: PageCursor
+) -> Response:
+    params = request.query_params
+    page = activity_service.run_page(
+        session,
+        principal.account.id,
+        action_id,
+        cursor,
+        state=params.get("state"),
+        window=params.get("window"),
+        now=utcnow(),
+    )
+    return timestamped_json_response(page)
+
+
+@router.get(
+    "/v1/action-activity/{run_id}",
+    response_model=WatchActionRunView,
+    summary="One run with its action, feed and item",
+    description="`feed_item` is null once retention pruned the item.",
+    responses={404: {"model": ErrorOut, "description": "No such run in the account"}},
+)
+def run_detail(run_id: str, session: SessionDep, principal: FeedUser) -> Response:
+    return timestamped_json_response(activity_service.run_view(session, principal.account.id, run_id))
+
+
+@router.get(
+    "/v1/actions/{action_id}/deliveries",
+    response_model=WatchActionDeliveryListResponse,
+    summary="A webhook action's deliveries (one per attempt), newest first",
+    description="`?state=` keeps deliveries in one state (pending, succeeded, errored, failed).",
+    responses=NOT_ACTION,
+)
+def action_deliveries(
+    action_id: str, request: Request, session: SessionDep, principal: FeedUser, cursor: PageCursor
+) -> Response:
+    page = activity_service.delivery_page(
+        session, principal.account.id, action_id, cursor, state=request.query_params.get("state")
+    )
+    return timestamped_json_response(page)
+
+
+@router.get(
+    "/v1/action-deliveries/{delivery_id}",
+    response_model=WatchActionDeliveryView,
+    summary="One delivery with the exact body sent (never its headers)",
+    responses={404: {"model": ErrorOut, "description": "No such delivery in the account"}},
+)
+def delivery_detail(delivery_id: str, session: SessionDep, principal: FeedUser) -> Response:
+    return timestamped_json_response(
+        activity_service.delivery_detail(session, principal.account.id, delivery_id)
+    )

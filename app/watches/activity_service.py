@@ -1,0 +1,201 @@
+"""Reading what actions did: an action's runs (activity) with the items and feeds they ran on and a
+summary of the window asked for, one run in full, and the deliveries of webhook actions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.feeds.input import Cursor, invalid
+from app.kit.errors import NotFound
+from app.kit.ids import normalize_ulid
+from app.models import (
+    DELIVERY_STATES,
+    RUN_STATES,
+    TERMINAL_RUN_STATES,
+    Feed,
+    FeedItem,
+    WatchAction,
+    WatchActionDelivery,
+    WatchActionRun,
+)
+from app.watches.lookup import find_action
+from app.watches.wire import action_wire, delivery_view, delivery_wire, run_wire
+
+WINDOWS = ("24h", "yesterday", "7d", "30d")
+DEFAULT_WINDOW = "7d"
+
+
+def read_choice(value: str | None, allowed: tuple[str, ...], name: str) -> str | None:
+    """A query parameter that must be one of `allowed` (absent or empty: None); anything else is 400."""
+    if value is None or value == "":
+        return None
+    if value not in allowed:
+        raise invalid({name: [f"Unknown {name} {value!r}: use one of {', '.join(allowed)}."]})
+    return value
+
+
+def window_bounds(window: str, now: datetime) -> tuple[datetime, datetime | None]:
+    """A window preset as (since, until): rolling windows end now (until null); `yesterday` is the
+    previous UTC calendar day."""
+    if window == "24h":
+        return now - timedelta(hours=24), None
+    if window == "7d":
+        return now - timedelta(days=7), None
+    if window == "30d":
+        return now - timedelta(days=30), None
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return midnight - timedelta(days=1), midnight
+
+
+def run_summary(session: Session, action_id: str, window: str, now: datetime) -> dict[str, Any]:
+    """Runs completed within the window, by state, and the backlog now. A failed run counts in
+    `evaluated.failed` once its attempts are spent (it has a completion time) and in `retrying` until
+    then, so no run is in two buckets."""
+    since, until = window_bounds(window, now)
+    query = (
+        select(WatchActionRun.state, func.count())
+        .where(WatchActionRun.action_id == action_id, WatchActionRun.completed_at >= since)
+        .group_by(WatchActionRun.state)
+    )
+    if until is not None:
+        query = query.where(WatchActionRun.completed_at < until)
+    evaluated = dict.fromkeys(TERMINAL_RUN_STATES, 0)
+    for state, count in session.execute(query).all():
+        evaluated[state] = evaluated.get(state, 0) + int(count)
+    backlog = dict(
+        session.execute(
+            select(WatchActionRun.state, func.count())
+            .where(WatchActionRun.action_id == action_id, WatchActionRun.completed_at.is_(None))
+            .group_by(WatchActionRun.state)
+        ).all()
+    )
+    return {
+        "window": window,
+        "since": since,
+        "until": until,
+        "evaluated": evaluated,
+        "pending": int(backlog.get("pending", 0)),
+        "running": int(backlog.get("running", 0)),
+        "retrying": int(backlog.get("failed", 0)),
+    }
+
+
+def _run_item(item_id: str, feed_id: str, label: str, occurred_at: Any, data: Any) -> dict[str, Any]:
+    data = data if isinstance(data, dict) else {}
+    return {
+        "feed_id": feed_id,
+        "title": str(data.get("title") or ""),
+        "url": str(data.get("url") or ""),
+        "external_url": str(data.get("external_url") or ""),
+        "source_label": label or "",
+        "occurred_at": occurred_at,
+    }
+
+
+def feed_items_of(session: Session, item_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    ids = sorted(set(item_ids))
+    if not ids:
+        return {}
+    rows = session.execute(
+        select(
+            FeedItem.id, FeedItem.feed_id, FeedItem.source_label, FeedItem.occurred_at, FeedItem.data
+        ).where(FeedItem.id.in_(ids))
+    ).all()
+    return {row[0]: _run_item(*row) for row in rows}
+
+
+def feeds_of(session: Session, feed_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    ids = sorted(set(feed_ids))
+    if not ids:
+        return {}
+    rows = session.execute(select(Feed.id, Feed.name).where(Feed.id.in_(ids))).all()
+    return {feed_id: {"id": feed_id, "name": name} for feed_id, name in rows}
+
+
+def run_page(
+    session: Session,
+    account_id: int,
+    action_id: str,
+    cursor: Cursor,
+    *,
+    state: str | None,
+    window: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    state = read_choice(state, RUN_STATES, "state")
+    window = read_choice(window, WINDOWS, "window") or DEFAULT_WINDOW
+    action = find_action(session, account_id, action_id)
+    query = select(WatchActionRun).where(WatchActionRun.action_id == action.id)
+    if state is not None:
+        query = query.where(WatchActionRun.state == state)
+    if cursor.after is not None:
+        query = query.where(WatchActionRun.id < cursor.after)
+    runs = list(session.scalars(query.order_by(WatchActionRun.id.desc()).limit(cursor.limit)))
+    items = feed_items_of(session, (run.feed_item_id for run in runs))
+    feeds = feeds_of(session, [run.feed_id for run in runs] + [i["feed_id"] for i in items.values()])
+    return {
+        "items": [run_wire(run) for run in runs],
+        "next_cursor": runs[-1].id if len(runs) == cursor.limit else None,
+        "action": action_wire(action),
+        "feeds": feeds,
+        "feed_items": items,
+        "summary": run_summary(session, action.id, window, now) if cursor.after is None else None,
+    }
+
+
+def run_view(session: Session, account_id: int, run_id: str) -> dict[str, Any]:
+    canonical = normalize_ulid(run_id)
+    run = None
+    if canonical is not None:
+        run = session.scalars(
+            select(WatchActionRun).where(
+                WatchActionRun.id == canonical, WatchActionRun.account_id == account_id
+            )
+        ).first()
+    if run is None:
+        raise NotFound(f"No run {run_id}.")
+    action = session.get(WatchAction, run.action_id)
+    item = feed_items_of(session, [run.feed_item_id]).get(run.feed_item_id)
+    feed = feeds_of(session, [run.feed_id]).get(run.feed_id)
+    return {
+        "run": run_wire(run),
+        "action": action_wire(action) if action is not None else None,
+        "feed": feed,
+        "feed_item": item,
+    }
+
+
+def delivery_page(
+    session: Session, account_id: int, action_id: str, cursor: Cursor, *, state: str | None
+) -> dict[str, Any]:
+    state = read_choice(state, DELIVERY_STATES, "state")
+    action = find_action(session, account_id, action_id)
+    query = select(WatchActionDelivery).where(WatchActionDelivery.action_id == action.id)
+    if state is not None:
+        query = query.where(WatchActionDelivery.state == state)
+    if cursor.after is not None:
+        query = query.where(WatchActionDelivery.id < cursor.after)
+    rows = list(session.scalars(query.order_by(WatchActionDelivery.id.desc()).limit(cursor.limit)))
+    return {
+        "items": [delivery_wire(row) for row in rows],
+        "next_cursor": rows[-1].id if len(rows) == cursor.limit else None,
+    }
+
+
+def delivery_detail(session: Session, account_id: int, delivery_id: str) -> dict[str, Any]:
+    canonical = normalize_ulid(delivery_id)
+    row = None
+    if canonical is not None:
+        row = session.scalars(
+            select(WatchActionDelivery).where(
+                WatchActionDelivery.id == canonical, WatchActionDelivery.account_id == account_id
+            )
+        ).first()
+    if row is None:
+        raise NotFound(f"No delivery {delivery_id}.")
+    return delivery_view(row)

@@ -1,0 +1,212 @@
+"""The run drain of one worker process: claims due runs, performs their actions concurrently outside any
+transaction, and records the outcomes together.
+
+One pass is a few short transactions: the claim; the `pending` rows of the webhook deliveries about to
+be made; the outcomes (runs, deliveries, and the next action's runs of the chains that go on), written
+each second for what finished in it, so a slow receiver does not hold the rest of the batch back. The
+slow part (engines, receivers, linked articles) runs between them, with at most
+`watch_drain_concurrency` actions at once in the process. A digest window's runs are performed
+together: one log line or one webhook request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+from app.db import transaction
+from app.kit.safe_http import SafeHttp
+from app.kit.time import utcnow
+from app.watches.actions import extract, log, semantic_filter, webhook
+from app.watches.actions.base import ActionContext, Unreadable
+from app.watches.engines.registry import Engines
+from app.watches.run_queue import (
+    ClaimedRun,
+    DeliveryOutcome,
+    Outcome,
+    claim_runs,
+    open_deliveries,
+    record_outcomes,
+    take_back_stale,
+)
+
+logger = logging.getLogger("tidings.watches.drain")
+
+# While a batch is being performed, what has finished is recorded this often (seconds).
+RECORD_EVERY = 1.0
+
+
+def make_context(settings: Settings, engines: Engines | None = None) -> ActionContext:
+    concurrency = max(settings.watch_drain_concurrency, 1)
+    return ActionContext(
+        settings=settings,
+        engines=engines or Engines(settings),
+        webhook_http=SafeHttp(
+            allow_private=settings.outbound_allow_private,
+            max_bytes=settings.webhook_max_response_bytes,
+            timeout=settings.webhook_timeout,
+            user_agent=f"tidings webhooks (+{settings.base_url})",
+            max_connections=concurrency,
+        ),
+        enrich_http=SafeHttp(
+            allow_private=settings.outbound_allow_private,
+            max_bytes=settings.enrichment_max_bytes,
+            timeout=settings.enrichment_timeout,
+            user_agent=f"tidings article reader (+{settings.base_url})",
+            max_connections=concurrency,
+        ),
+    )
+
+
+def _group(runs: list[ClaimedRun]) -> list[list[ClaimedRun]]:
+    """One group per instant run; one per digest window (action and window end)."""
+    groups: dict[Any, list[ClaimedRun]] = {}
+    for run in runs:
+        key = (run.action_id, run.window[1]) if run.window is not None else run.run_id
+        groups.setdefault(key, []).append(run)
+    return list(groups.values())
+
+
+class RunDrain:
+    def __init__(
+        self,
+        settings: Settings,
+        session_factory: sessionmaker[Session],
+        *,
+        context: ActionContext | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.settings = settings
+        self.session_factory = session_factory
+        self.context = context or make_context(settings)
+        self.clock = clock
+        self.batch = max(settings.watch_drain_batch, 1)
+        self.digest_cap = max(settings.digest_max_items, 1)
+        self.lease = timedelta(seconds=settings.watch_run_lease_seconds)
+        self._slots: asyncio.Semaphore | None = None
+        self.recorded = 0
+        self.deliveries = 0
+
+    @property
+    def slots(self) -> asyncio.Semaphore:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(max(self.settings.watch_drain_concurrency, 1))
+        return self._slots
+
+    async def _db(self, work: Callable[[Session], Any]) -> Any:
+        def run() -> Any:
+            with transaction(self.session_factory) as session:
+                return work(session)
+
+        return await asyncio.to_thread(run)
+
+    # --- the scheduler's entry points ---
+
+    async def run_once(self) -> int:
+        """One pass: claim, perform, record. Returns how many runs it moved (0: nothing was due)."""
+        now = self.clock()
+        claim = await self._db(lambda session: claim_runs(session, now, self.batch, self.digest_cap))
+        if not claim.runs:
+            return len(claim)
+        outcomes: list[Outcome] = []
+        deliveries: list[DeliveryOutcome] = []
+        pending: list[webhook.PreparedDelivery] = []
+        work = []
+        for group in _group(claim.runs):
+            if group[0].kind == "webhook":
+                prepared, errored = webhook.prepare(group, now)
+                outcomes.extend(errored)
+                if prepared is not None:
+                    pending.append(prepared)
+            else:
+                work.append(self._perform(group))
+        if pending:
+            rows = [p.row for p in pending]
+            await self._db(lambda session: open_deliveries(session, rows))
+            work.extend(self._deliver(p) for p in pending)
+        tasks = {asyncio.ensure_future(job) for job in work}
+        while True:
+            # What finished is recorded within a second or so, even while a slow receiver or engine
+            # holds the rest of the batch.
+            finished, tasks = await asyncio.wait(tasks, timeout=RECORD_EVERY) if tasks else (set(), set())
+            for task in finished:
+                found, delivery = task.result()
+                outcomes.extend(found)
+                if delivery is not None:
+                    deliveries.append(delivery)
+            if outcomes or deliveries:
+                await self._record(outcomes, deliveries)
+                outcomes, deliveries = [], []
+            if not tasks:
+                return len(claim)
+
+    async def _record(self, outcomes: list[Outcome], deliveries: list[DeliveryOutcome]) -> None:
+        done = self.clock()
+        recorded = await self._db(lambda session: record_outcomes(session, outcomes, deliveries, done))
+        self.recorded += recorded
+        self.deliveries += len(deliveries)
+
+    async def drain(self) -> int:
+        """Passes until nothing is due (tests, `--once`); returns how many runs were moved."""
+        total = 0
+        while True:
+            moved = await self.run_once()
+            if not moved:
+                return total
+            total += moved
+
+    async def sweep(self) -> int:
+        now = self.clock()
+        taken: int = await self._db(lambda session: take_back_stale(session, now, self.lease))
+        if taken:
+            logger.warning("took back %d runs left running for more than %s", taken, self.lease)
+        return taken
+
+    async def aclose(self) -> None:
+        await self.context.webhook_http.aclose()
+        await self.context.enrich_http.aclose()
+        await self.context.engines.aclose()
+
+    # --- performing ---
+
+    async def _perform(self, group: list[ClaimedRun]) -> tuple[list[Outcome], DeliveryOutcome | None]:
+        first = group[0]
+        async with self.slots:
+            try:
+                if first.kind == "log":
+                    return log.perform(group), None
+                if first.kind == "semantic_filter":
+                    return [await semantic_filter.perform(self.context, first)], None
+                if first.kind == "extract":
+                    return [await extract.perform(self.context, first)], None
+                return [
+                    Outcome(run, "errored", error=f"unknown action kind {run.kind!r}") for run in group
+                ], None
+            except Unreadable as exc:
+                return [Outcome(run, "errored", error=str(exc)) for run in group], None
+            except Exception as exc:  # a defect, not a transient failure: retrying would not help
+                logger.exception("action %s (%s) failed on run %s", first.action_id, first.kind, first.run_id)
+                error = f"internal error: {type(exc).__name__}: {exc}"[:1000]
+                return [Outcome(run, "errored", error=error) for run in group], None
+
+    async def _deliver(
+        self, prepared: webhook.PreparedDelivery
+    ) -> tuple[list[Outcome], DeliveryOutcome | None]:
+        async with self.slots:
+            try:
+                outcomes, delivery = await webhook.send(self.context, prepared, self.clock)
+            except Exception as exc:
+                logger.exception("webhook delivery %s failed", prepared.row["id"])
+                error = f"internal error: {type(exc).__name__}: {exc}"[:1000]
+                delivery = DeliveryOutcome(prepared.row["id"], "errored", None, error, self.clock())
+                outcomes = [
+                    Outcome(run, "errored", error=error, delivery_id=prepared.row["id"])
+                    for run in prepared.runs
+                ]
+            return outcomes, delivery

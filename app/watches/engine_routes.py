@@ -1,0 +1,33 @@
+"""GET /v1/engines: each registered engine, whether it can run now, and if not why and what to do."""
+
+from __future__ import annotations
+
+from fastapi import Request, Response
+
+from app.feeds.auth import FeedUser
+from app.feeds.routing import FeedRouter
+from app.kit.responses import json_response
+from app.watches.engines.registry import Engines
+from app.watches.wire import EngineListResponse
+
+router = FeedRouter(tags=["Engines"])
+
+
+def request_engines(request: Request) -> Engines:
+    """The app's engines, made on first use (a probe of the endpoint is cached for a few seconds)."""
+    engines: Engines | None = getattr(request.app.state, "engines", None)
+    if engines is None:
+        engines = Engines(request.app.state.settings)
+        request.app.state.engines = engines
+    return engines
+
+
+@router.get(
+    "/v1/engines",
+    response_model=EngineListResponse,
+    summary="The engines and whether each can run",
+    description="Always 200: an engine that cannot run says why in `unreachable_reason` and what to do "
+    "in `how_to_fix`. What an engine's endpoint answers is re-checked at most every 10 s.",
+)
+async def list_engines(request: Request, principal: FeedUser) -> Response:
+    return json_response({"items": await request_engines(request).statuses()})

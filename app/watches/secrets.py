@@ -1,0 +1,79 @@
+"""Webhook secrecy: what responses show of a webhook's URL and headers, and how an edit that sends the
+masked values back keeps the stored ones."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+MASK = "***"
+
+
+def mask_url(url: str) -> str:
+    """`scheme://host[:port]/***`: the path and query (where tokens live) hidden, the host kept so
+    the destination stays recognisable. Never raises: an unreadable URL is masked whole."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return MASK
+    if not parts.scheme or not host:
+        return MASK
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port else host
+    return f"{parts.scheme}://{netloc}/{MASK}"
+
+
+def target_host(url: str) -> str:
+    """The destination's host and port, the only part of a webhook URL a delivery shows."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return ""
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{host}:{port}" if port else host
+
+
+def masked_config(kind: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The config as responses show it."""
+    if kind != "webhook":
+        return config
+    shown = dict(config)
+    shown["url"] = mask_url(str(config.get("url", "")))
+    shown["headers"] = dict.fromkeys(config.get("headers") or {}, MASK)
+    return shown
+
+
+def restore_secrets(new: dict[str, Any], prior: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+    """A webhook config with the values left masked taken from `prior` (the same action's stored
+    config), and the fields that stay masked with nothing to restore them from.
+
+    The URL is restored only when it is exactly the masked form of the stored one (a real URL that
+    happens to end in `/***` is kept); a header value of `***` takes the stored value of that header.
+    """
+    restored = dict(new)
+    unresolved: list[str] = []
+    prior_url = str((prior or {}).get("url", ""))
+    url = str(new.get("url", ""))
+    if prior is not None and url == mask_url(prior_url):
+        restored["url"] = prior_url
+    elif url.endswith(f"/{MASK}") or url == MASK:
+        unresolved.append("url")
+    prior_headers: dict[str, str] = dict((prior or {}).get("headers") or {})
+    headers: dict[str, str] = {}
+    for name, value in (new.get("headers") or {}).items():
+        if value == MASK:
+            if name in prior_headers:
+                headers[name] = prior_headers[name]
+            else:
+                unresolved.append(f"headers.{name}")
+                headers[name] = value
+        else:
+            headers[name] = value
+    restored["headers"] = headers
+    return restored, unresolved

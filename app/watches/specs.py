@@ -1,0 +1,225 @@
+"""What clients send: watches (WatchInput, the PATCH body), action inputs, and the four action configs
+with the seed's limits. Structural rules live here; rules that need settings or the database (the
+account's feeds, non-public webhook addresses, the stored secrets an edit keeps) live in the services."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from app.models import ACTION_KINDS
+from app.watches.engines.names import ENGINE_KINDS, SEMANTIC_ONLY_ENGINES
+
+MAX_ACTIONS = 50
+MAX_WATCH_FEEDS = 100
+MAX_INCLUDE_FIELDS = 64
+MAX_HEADERS = 64
+MAX_EXTRACT_FIELDS = 64
+# The seed bounds extract instructions (2048); a filter's instructions get the same order of room.
+MAX_FILTER_INSTRUCTIONS = 8000
+MAX_EXTRACT_INSTRUCTIONS = 2048
+# A digest window longer than a month is a mistake, not a cadence.
+MAX_DIGEST_INTERVAL = 31 * 24 * 3600
+# RFC 9110 token characters: what a header name may be made of.
+HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _not_blank(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise PydanticCustomError("blank", "must not be blank")
+    return value
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class EngineSpec(_Config):
+    """Which engine and model: an empty kind means the server's default engine, an empty model the
+    engine's default model."""
+
+    kind: Annotated[str, Field(max_length=64)] = ""
+    model: Annotated[str, Field(max_length=200)] = ""
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        value = value.strip()
+        if value and value not in ENGINE_KINDS:
+            raise PydanticCustomError(
+                "engine_kind",
+                "unknown engine kind {kind!r}: use one of {known} (or leave it empty for the default)",
+                {"kind": value, "known": ", ".join(ENGINE_KINDS)},
+            )
+        return value
+
+
+class SemanticFilterConfig(_Config):
+    instructions: Annotated[
+        str, Field(min_length=1, max_length=MAX_FILTER_INSTRUCTIONS), AfterValidator(_not_blank)
+    ]
+    engine: EngineSpec = EngineSpec()
+    fetch_external_content: bool = True
+    threshold: Annotated[float, Field(gt=0, le=1)] = 0.8
+
+
+class ExtractField(_Config):
+    name: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_not_blank)]
+    description: Annotated[str, Field(min_length=1, max_length=256)]
+
+
+def _unique_names(fields: list[ExtractField]) -> list[ExtractField]:
+    seen: set[str] = set()
+    for field in fields:
+        if field.name in seen:
+            raise PydanticCustomError(
+                "duplicate", "field names must be unique ({name!r} repeats)", {"name": field.name}
+            )
+        seen.add(field.name)
+    return fields
+
+
+class ExtractConfig(_Config):
+    fields: Annotated[
+        list[ExtractField], Field(min_length=1, max_length=MAX_EXTRACT_FIELDS), AfterValidator(_unique_names)
+    ]
+    instructions: Annotated[str, Field(max_length=MAX_EXTRACT_INSTRUCTIONS)] = ""
+    engine: EngineSpec = EngineSpec()
+    fetch_external_content: bool = True
+
+    @field_validator("engine")
+    @classmethod
+    def _extracting_engine(cls, value: EngineSpec) -> EngineSpec:
+        if value.kind in SEMANTIC_ONLY_ENGINES:
+            raise PydanticCustomError(
+                "engine_kind", "the {kind!r} engine scores semantic_filter only", {"kind": value.kind}
+            )
+        return value
+
+
+IncludeFields = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=100)]], Field(max_length=MAX_INCLUDE_FIELDS)
+]
+
+
+class _Delivery(_Config):
+    delivery: Literal["instant", "digest"] = "instant"
+    digest_interval_seconds: Annotated[int, Field(ge=0, le=MAX_DIGEST_INTERVAL)] = 0
+    include_fields: IncludeFields = []
+
+    def cadence(self) -> str:
+        return f"digest/{self.digest_interval_seconds}s" if self.delivery == "digest" else "instant"
+
+
+class LogConfig(_Delivery):
+    prefix: Annotated[str, Field(max_length=200)] = "[watch]"
+
+    @field_validator("prefix")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        if "\n" in value or "\r" in value:
+            raise PydanticCustomError("newline", "must be one line")
+        return value
+
+
+def _webhook_url(value: str) -> str:
+    value = value.strip()
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # raises on an out-of-range port
+    except ValueError as exc:
+        raise PydanticCustomError("url", "must be a valid URL") from exc
+    del port
+    if parts.scheme.lower() not in ("http", "https"):
+        raise PydanticCustomError("url", "must be an http or https URL")
+    if not parts.hostname:
+        raise PydanticCustomError("url", "must name a host")
+    if any(c.isspace() for c in value) or any(ord(c) < 32 for c in value):
+        raise PydanticCustomError("url", "must not contain spaces or control characters")
+    return value
+
+
+def _headers(value: dict[str, str]) -> dict[str, str]:
+    if len(value) > MAX_HEADERS:
+        raise PydanticCustomError("too_many_entries", f"must have at most {MAX_HEADERS} entries")
+    for name, item in value.items():
+        if not HEADER_NAME.fullmatch(name) or len(name) > 200:
+            raise PydanticCustomError("header_name", "header names must be 1 to 200 token characters")
+        if len(item) > 4096 or any(c in item for c in "\r\n\x00"):
+            raise PydanticCustomError(
+                "header_value", "header values must be at most 4096 characters, without line breaks"
+            )
+    return value
+
+
+def _upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
+
+
+class WebhookConfig(_Delivery):
+    url: Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_webhook_url)]
+    method: Annotated[Literal["POST", "PUT", "PATCH"], BeforeValidator(_upper)] = "POST"
+    headers: Annotated[dict[str, str], AfterValidator(_headers)] = {}
+
+
+ActionConfig = SemanticFilterConfig | ExtractConfig | LogConfig | WebhookConfig
+CONFIG_MODELS: dict[str, type[_Config]] = {
+    "semantic_filter": SemanticFilterConfig,
+    "extract": ExtractConfig,
+    "log": LogConfig,
+    "webhook": WebhookConfig,
+}
+
+
+class ActionInput(BaseModel):
+    """One action: `kind` names it and `config` is validated against that kind's model. `id` names an
+    existing action on a whole-chain edit (kept in place with its history); `rank` places it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: Annotated[str, Field(max_length=64)] = ""
+    kind: str
+    config: dict[str, Any]
+    rank: Annotated[int, Field(ge=0, le=10_000)] | None = None
+
+    @field_validator("kind")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value not in ACTION_KINDS:
+            raise PydanticCustomError(
+                "action_kind",
+                "unknown action kind {kind!r}: use one of {known}",
+                {"kind": value, "known": ", ".join(ACTION_KINDS)},
+            )
+        return value
+
+
+WatchName = Annotated[str, Field(max_length=200), AfterValidator(_not_blank)]
+FeedIds = Annotated[list[Annotated[str, Field(max_length=64)]], Field(max_length=MAX_WATCH_FEEDS)]
+
+
+class WatchInput(BaseModel):
+    """Create (POST) and edit (PUT). On an edit, `feed_ids` and `actions` replace the subscription set
+    and the chain when given and are left alone when absent."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: WatchName
+    is_active: bool = True
+    feed_ids: FeedIds | None = None
+    actions: Annotated[list[ActionInput], Field(max_length=MAX_ACTIONS)] | None = None
+
+
+class WatchPatch(BaseModel):
+    """PATCH: any of name, is_active and feed_ids; what is absent stays as it is."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: WatchName | None = None
+    is_active: bool | None = None
+    feed_ids: FeedIds | None = None

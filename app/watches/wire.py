@@ -1,0 +1,249 @@
+"""What /v1 answers about watches: the wire schemas (openmagpie's names) and the dict builders that fill
+them from rows. Webhook secrets are masked here, on the way out, and nowhere else."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from app.feeds.wire import Timestamp
+from app.models import Watch, WatchAction, WatchActionDelivery, WatchActionRun
+from app.watches.secrets import masked_config
+from app.watches.summaries import action_detail
+
+RunState = Literal["pending", "running", "succeeded", "gated", "failed", "errored", "skipped"]
+DeliveryState = Literal["pending", "succeeded", "errored", "failed"]
+EnrichmentStatus = Literal["not_applicable", "disabled", "included", "unavailable", "missing"]
+
+
+class ActionSummary(BaseModel):
+    detail: str = ""
+
+
+class WatchActionWire(BaseModel):
+    id: str
+    kind: str
+    rank: int
+    config: dict[str, Any] | None = None
+    summary: ActionSummary = ActionSummary()
+    created_at: Timestamp | None = None
+
+
+class WatchWire(BaseModel):
+    id: str
+    name: str
+    is_active: bool
+    feed_ids: list[str] = []
+    user_id: str
+    created_at: Timestamp | None = None
+
+
+class WatchView(WatchWire):
+    actions: list[WatchActionWire] = []
+
+
+class WatchMutationResponse(WatchView):
+    id: str | None = None  # type: ignore[assignment]
+    dry_run: bool
+
+
+class WatchListResponse(BaseModel):
+    items: list[WatchWire]
+    next_cursor: str | None
+
+
+class WatchActionMutationResponse(BaseModel):
+    action: WatchActionWire
+    dry_run: bool
+
+
+class WatchActionListResponse(BaseModel):
+    items: list[WatchActionWire]
+
+
+class SemanticFilterResult(BaseModel):
+    passed: bool
+    score: float
+    reason: str = ""
+    enrichment_status: EnrichmentStatus = "not_applicable"
+
+
+class ExtractResult(BaseModel):
+    extracted: dict[str, str] = {}
+    status: Literal["complete", "partial", "empty"] = "empty"
+    enrichment_status: EnrichmentStatus = "not_applicable"
+
+
+class LogResult(BaseModel):
+    rendered: str = ""
+
+
+class WebhookResult(BaseModel):
+    http_status: int
+
+
+class WatchActionRunWire(BaseModel):
+    id: str
+    watch_id: str
+    action_id: str
+    feed_item_id: str
+    kind: str
+    state: RunState
+    error: str = ""
+    result: SemanticFilterResult | ExtractResult | LogResult | WebhookResult | None = None
+    # Beyond openmagpie's fields: how many attempts have started (at most 3).
+    attempts: int = 0
+    created_at: Timestamp | None = None
+    scheduled_at: Timestamp | None = None
+    started_at: Timestamp | None = None
+    completed_at: Timestamp | None = None
+
+
+class RunFeedItem(BaseModel):
+    feed_id: str
+    title: str = ""
+    url: str = ""
+    external_url: str = ""
+    source_label: str = ""
+    occurred_at: Timestamp | None = None
+
+
+class RunFeed(BaseModel):
+    id: str
+    name: str = ""
+
+
+class WatchActionRunSummary(BaseModel):
+    window: Literal["24h", "yesterday", "7d", "30d"] = "7d"
+    since: Timestamp
+    until: Timestamp | None = None
+    evaluated: dict[str, int] = {}
+    pending: int = 0
+    running: int = 0
+    retrying: int = 0
+
+
+class WatchActionRunListResponse(BaseModel):
+    items: list[WatchActionRunWire]
+    next_cursor: str | None
+    action: WatchActionWire | None = None
+    feeds: dict[str, RunFeed] = {}
+    feed_items: dict[str, RunFeedItem] = {}
+    summary: WatchActionRunSummary | None = None
+
+
+class WatchActionRunView(BaseModel):
+    run: WatchActionRunWire
+    action: WatchActionWire | None = None
+    feed: RunFeed | None = None
+    feed_item: RunFeedItem | None = None
+
+
+class WatchActionDeliveryWire(BaseModel):
+    id: str
+    watch_id: str
+    action_id: str
+    delivery: Literal["instant", "digest"]
+    method: Literal["POST", "PUT", "PATCH"]
+    state: DeliveryState
+    attempt: int = 0
+    item_count: int = 0
+    http_status: int | None = None
+    target_host: str = ""
+    error: str = ""
+    created_at: Timestamp | None = None
+    started_at: Timestamp | None = None
+    completed_at: Timestamp | None = None
+
+
+class WatchActionDeliveryView(WatchActionDeliveryWire):
+    request_payload: dict[str, Any] = {}
+
+
+class WatchActionDeliveryListResponse(BaseModel):
+    items: list[WatchActionDeliveryWire]
+    next_cursor: str | None
+
+
+class EngineStatus(BaseModel):
+    kind: str
+    available: bool
+    default_model: str = ""
+    available_models: list[str] = []
+    unreachable_reason: str | None = None
+    how_to_fix: str | None = None
+
+
+class EngineListResponse(BaseModel):
+    items: list[EngineStatus]
+
+
+# --- builders: rows to the dicts the schemas above describe -----------------------------------------
+
+
+def action_wire(action: WatchAction) -> dict[str, Any]:
+    return {
+        "id": action.id,
+        "kind": action.kind,
+        "rank": action.rank,
+        "config": masked_config(action.kind, action.config),
+        "summary": {"detail": action_detail(action.kind, action.config)},
+        "created_at": action.created_at,
+    }
+
+
+def watch_wire(watch: Watch, feed_ids: list[str]) -> dict[str, Any]:
+    return {
+        "id": watch.id,
+        "name": watch.name,
+        "is_active": watch.is_active,
+        "feed_ids": feed_ids,
+        "user_id": str(watch.user_id) if watch.user_id is not None else "",
+        "created_at": watch.created_at,
+    }
+
+
+def watch_view(watch: Watch, feed_ids: list[str], actions: list[WatchAction]) -> dict[str, Any]:
+    return {**watch_wire(watch, feed_ids), "actions": [action_wire(a) for a in actions]}
+
+
+def run_wire(run: WatchActionRun) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "watch_id": run.watch_id,
+        "action_id": run.action_id,
+        "feed_item_id": run.feed_item_id,
+        "kind": run.kind,
+        "state": run.state,
+        "error": run.error,
+        "result": run.result or None,
+        "attempts": run.attempts,
+        "created_at": run.created_at,
+        "scheduled_at": run.scheduled_at,
+        "started_at": run.started_at,
+        "completed_at": run.completed_at,
+    }
+
+
+def delivery_wire(delivery: WatchActionDelivery) -> dict[str, Any]:
+    return {
+        "id": delivery.id,
+        "watch_id": delivery.watch_id,
+        "action_id": delivery.action_id,
+        "delivery": delivery.delivery,
+        "method": delivery.method,
+        "state": delivery.state,
+        "attempt": delivery.attempt,
+        "item_count": delivery.item_count,
+        "http_status": delivery.http_status,
+        "target_host": delivery.target_host,
+        "error": delivery.error,
+        "created_at": delivery.created_at,
+        "started_at": delivery.started_at,
+        "completed_at": delivery.completed_at,
+    }
+
+
+def delivery_view(delivery: WatchActionDelivery) -> dict[str, Any]:
+    return {**delivery_wire(delivery), "request_payload": delivery.request_payload}
