@@ -149,6 +149,7 @@ def worker(
 
 async def _run_worker(settings: Settings, *, once: bool) -> None:
     from app.db import is_sqlite_url, make_write_session_factory
+    from app.kit.heap import freeze_start_up_objects
     from app.scheduler import Scheduler
 
     engine = create_db_engine(settings.database_url)
@@ -162,6 +163,7 @@ async def _run_worker(settings: Settings, *, once: bool) -> None:
             typer.echo(f"sent {sent} emails")
             return
         await scheduler.start()
+        freeze_start_up_objects()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):

@@ -29,6 +29,7 @@ from app.identity.dependencies import rate_headers
 from app.identity.sign_in import SignInThrottle
 from app.identity.token_lookup import CachedTokenLookup, PostgresTokenLookup, SessionTokenLookup, TokenLookup
 from app.kit.errors import DomainError
+from app.kit.heap import freeze_start_up_objects
 from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.logs import RequestIds
@@ -122,6 +123,8 @@ def create_app(
             await async_pool.open()
         if scheduler is not None:
             await scheduler.start()
+        if engine is not None:
+            freeze_start_up_objects()
         try:
             yield
         finally:
