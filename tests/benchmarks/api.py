@@ -179,13 +179,30 @@ def stop(process: subprocess.Popen[bytes], name: str) -> None:
 def server(name: str, app_args: list[str], port: int, env: dict[str, str], ready_path: str) -> Iterator[str]:
     """One uvicorn worker in a session of its own; yields its base URL once `ready_path` answers 200."""
     command = [sys.executable, "-m", "uvicorn", *app_args, "--host", "127.0.0.1", "--port", str(port)]
+    with served(name, [*command, *SERVER_FLAGS], port, env, ready_path) as base:
+        yield base
+
+
+@contextmanager
+def served(
+    name: str, command: list[str], port: int, env: dict[str, str], ready_path: str, quiet: bool = False
+) -> Iterator[str]:
+    """`command` (a server listening on `port`) in a session of its own; yields its base URL once
+    `ready_path` answers 200. `quiet` discards its output (an access log under load)."""
+    output = subprocess.DEVNULL if quiet else None
     process = subprocess.Popen(
-        [*command, *SERVER_FLAGS], cwd=ROOT, env=env, start_new_session=True, stdin=subprocess.DEVNULL
+        command,
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=output,
     )
     base = f"http://127.0.0.1:{port}"
     try:
         say(f"started {name} on port {port} (pid {process.pid})")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"{name} exited with status {process.returncode} before it was ready")
@@ -195,7 +212,7 @@ def server(name: str, app_args: list[str], port: int, env: dict[str, str], ready
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{name} did not answer {ready_path} within 30s")
+                raise RuntimeError(f"{name} did not answer {ready_path} within 60s")
             time.sleep(0.1)
         yield base
     finally:
