@@ -17,8 +17,8 @@ from app.authroutes import schemas as auth_schemas
 from app.feeds import auth_routes as v1_auth
 from app.feeds import specs as feed_specs
 from app.feeds.router import feed_routers
-from app.feeds.wire import ErrorOut as FeedErrorOut
 from app.feeds.wire import TelemetryInput
+from app.kit.v1_wire import ErrorOut as FeedErrorOut
 from app.mail import automations, campaigns, contacts, lists
 from app.mail.router import mail_router
 from app.mail.schemas import ErrorOut

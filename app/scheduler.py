@@ -4,6 +4,9 @@ Every domain's jobs register here. A job that did work runs again at once (drain
 that found nothing sleeps for its interval. A job that raises is logged and retried after its
 interval: the loop never dies. (APScheduler, named in ARCHITECTURE.md, adds nothing to loops of this
 shape, so the house uses plain tasks; several processes share the queues through row locks.)
+
+This is also where one domain's jobs are wired to another's, so that neither imports the other: the
+feed poller's `on_new_items` hook is the watch run queue's `enqueue_first_runs`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import Transport, describe_transport, make_transport
 from app.mail.sending.worker import SendConfig, SendWorker
 from app.watches.jobs import WatchJobs
+from app.watches.run_queue import enqueue_first_runs
 
 log = logging.getLogger("tidings.scheduler")
 
@@ -74,7 +78,7 @@ class Scheduler:
             return 0  # never a reason to run again at once
 
         if self.feed_jobs is None:
-            self.feed_jobs = FeedJobs(self.settings, self.session_factory)
+            self.feed_jobs = FeedJobs(self.settings, self.session_factory, on_new_items=enqueue_first_runs)
         feed_jobs = [Job(name, interval, run) for name, interval, run in self.feed_jobs.jobs()]
         if self.watch_jobs is None:
             self.watch_jobs = WatchJobs(self.settings, self.session_factory)

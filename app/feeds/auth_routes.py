@@ -17,11 +17,8 @@ from starlette.background import BackgroundTask
 
 from app.config import Settings
 from app.db import SessionDep
-from app.feeds.auth import FeedUser
-from app.feeds.input import JsonBody, invalid, read_json, validate
-from app.feeds.routing import FeedRouter
-from app.feeds.wire import ErrorOut
 from app.identity.auth_errors import AuthCode
+from app.identity.dependencies import V1User
 from app.identity.device_sessions import (
     complete_device_session,
     poll_device_session,
@@ -35,9 +32,12 @@ from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in
 from app.identity.token_lookup import CachedTokenLookup, forget_accounts
 from app.identity.tokens import create_personal_token, live_personal_tokens, revoke_personal_token
 from app.kit.errors import DomainError, NotFound
+from app.kit.v1_input import JsonBody, invalid, read_json, validate
+from app.kit.v1_routing import V1Router
+from app.kit.v1_wire import ErrorOut
 from app.models import PersonalToken, User
 
-router = FeedRouter(prefix="/v1/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
+router = V1Router(prefix="/v1/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
 
 
 class AuthUser(BaseModel):
@@ -244,7 +244,7 @@ async def login(request: Request, response: Response, body: JsonBody, db: Sessio
     summary="End the cookie's session and clear the cookie",
     responses=errors(NO_CREDENTIALS),
 )
-def logout(request: Request, response: Response, _user: FeedUser, db: SessionDep) -> LoggedOut:
+def logout(request: Request, response: Response, _user: V1User, db: SessionDep) -> LoggedOut:
     settings = settings_of(request)
     token = session_token(request, settings)
     if token is not None:
@@ -256,7 +256,7 @@ def logout(request: Request, response: Response, _user: FeedUser, db: SessionDep
 @router.get(
     "/me", operation_id="me", response_model=AuthUser, summary="The caller", responses=errors(NO_CREDENTIALS)
 )
-def me(user: FeedUser) -> AuthUser:
+def me(user: V1User) -> AuthUser:
     return AuthUser(
         id=user.user.id,
         email=user.user.email,
@@ -272,7 +272,7 @@ def me(user: FeedUser) -> AuthUser:
     summary="The caller's live personal access tokens, newest first",
     responses=errors(NO_CREDENTIALS),
 )
-def list_tokens(user: FeedUser, db: SessionDep) -> TokenListOut:
+def list_tokens(user: V1User, db: SessionDep) -> TokenListOut:
     return TokenListOut(items=[token_out(token) for token in live_personal_tokens(db, user.user.id)])
 
 
@@ -284,7 +284,7 @@ def list_tokens(user: FeedUser, db: SessionDep) -> TokenListOut:
     summary="Make a personal access token; the token is in this answer only",
     responses=errors(BAD_INPUT, NO_CREDENTIALS),
 )
-def create_token(user: FeedUser, body: JsonBody, db: SessionDep) -> NewTokenOut:
+def create_token(user: V1User, body: JsonBody, db: SessionDep) -> NewTokenOut:
     data = validate(TokenInput, body)
     owner = db.get(User, user.user.id)
     if owner is None:
@@ -305,7 +305,7 @@ TokenId = Annotated[int, Path(ge=1, le=2**62)]
     summary="Revoke one of the caller's tokens; it stops working at once",
     responses=errors(NO_CREDENTIALS, (404, "not_found")),
 )
-def revoke_token(request: Request, token_id: TokenId, user: FeedUser, db: SessionDep) -> Response:
+def revoke_token(request: Request, token_id: TokenId, user: V1User, db: SessionDep) -> Response:
     if revoke_personal_token(db, user.user.id, token_id) is None:
         raise NotFound("No such token.")
     # Forget it now, and again once the revocation is committed, as the account tokens page does.
@@ -368,7 +368,7 @@ def poll_device(body: JsonBody, db: SessionDep) -> DeviceTokenOut:
     ),
 )
 async def complete_device(
-    request: Request, user_code: Annotated[str, Path(max_length=64)], user: FeedUser, db: SessionDep
+    request: Request, user_code: Annotated[str, Path(max_length=64)], user: V1User, db: SessionDep
 ) -> DeviceCompleteOut:
     raw = await request.body()
     approve = True

@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.feeds.input import Cursor
 from app.feeds.source_service import (
     SourceSetCounts,
     check_sources,
@@ -25,6 +24,7 @@ from app.feeds.wire import feed_view, feed_wire, source_wire
 from app.identity.principal import Principal
 from app.kit.errors import Conflict, NotFound
 from app.kit.ids import new_ulid, normalize_ulid
+from app.kit.v1_input import Cursor
 from app.models import Feed
 
 

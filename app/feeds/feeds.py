@@ -9,22 +9,22 @@ from fastapi import Request, Response
 from app.config import Settings
 from app.db import SessionDep
 from app.feeds import feed_service
-from app.feeds.auth import FeedUser
-from app.feeds.input import DryRun, JsonBody, PageCursor, validate
-from app.feeds.routing import FeedRouter
 from app.feeds.specs import FeedInput, FeedPatch, SourceSetPayload, source_inputs
 from app.feeds.wire import (
-    ErrorOut,
     FeedListResponse,
     FeedMutationResponse,
     FeedView,
     SourceSetOut,
     SourceSetResult,
 )
+from app.identity.dependencies import V1User
 from app.kit.responses import json_response
 from app.kit.time import utcnow
+from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
+from app.kit.v1_routing import V1Router
+from app.kit.v1_wire import ErrorOut
 
-router = FeedRouter(tags=["Feeds"])
+router = V1Router(tags=["Feeds"])
 
 INVALID: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "Invalid input; `detail` names each field"}
@@ -41,7 +41,7 @@ def _settings(request: Request) -> Settings:
 
 
 @router.get("/v1/feeds", response_model=FeedListResponse, summary="List feeds, newest first")
-def list_feeds(session: SessionDep, principal: FeedUser, cursor: PageCursor) -> dict[str, Any]:
+def list_feeds(session: SessionDep, principal: V1User, cursor: PageCursor) -> dict[str, Any]:
     return feed_service.list_feeds(session, principal.account.id, cursor).as_dict()
 
 
@@ -57,7 +57,7 @@ def create_feed(
     request: Request,
     response: Response,
     session: SessionDep,
-    principal: FeedUser,
+    principal: V1User,
     body: JsonBody,
     dry_run: DryRun,
 ) -> dict[str, Any]:
@@ -77,7 +77,7 @@ def create_feed(
 @router.get(
     "/v1/feeds/{feed_id}", response_model=FeedView, summary="A feed with its sources", responses=MISSING
 )
-def get_feed(feed_id: str, session: SessionDep, principal: FeedUser) -> dict[str, Any]:
+def get_feed(feed_id: str, session: SessionDep, principal: V1User) -> dict[str, Any]:
     return feed_service.read_feed(session, principal.account.id, feed_id)
 
 
@@ -90,7 +90,7 @@ def get_feed(feed_id: str, session: SessionDep, principal: FeedUser) -> dict[str
     responses={**INVALID, **MISSING, 409: {"model": ErrorOut, "description": "`kind` cannot change"}},
 )
 def edit_feed(
-    feed_id: str, request: Request, session: SessionDep, principal: FeedUser, body: JsonBody, dry_run: DryRun
+    feed_id: str, request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
 ) -> dict[str, Any]:
     feed_input = validate(FeedInput, body)
     return feed_service.edit_feed(
@@ -112,7 +112,7 @@ def edit_feed(
     responses={**INVALID, **MISSING},
 )
 def patch_feed(
-    feed_id: str, session: SessionDep, principal: FeedUser, body: JsonBody, dry_run: DryRun
+    feed_id: str, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
 ) -> dict[str, Any]:
     patch = validate(FeedPatch, body)
     return feed_service.set_active(
@@ -128,7 +128,7 @@ def patch_feed(
     description="204; a dry run answers 200 with the feed that would be deleted.",
     responses={200: {"model": FeedMutationResponse, "description": "Dry run"}, **MISSING},
 )
-def delete_feed(feed_id: str, session: SessionDep, principal: FeedUser, dry_run: DryRun) -> Any:
+def delete_feed(feed_id: str, session: SessionDep, principal: V1User, dry_run: DryRun) -> Any:
     preview = feed_service.delete_feed(session, principal, feed_id, dry_run=dry_run)
     if preview is not None:
         return json_response(FeedMutationResponse.model_validate(preview).model_dump(mode="json"))
@@ -141,12 +141,12 @@ def delete_feed(feed_id: str, session: SessionDep, principal: FeedUser, dry_run:
     summary="A feed's sources, in the format PUT and POST take back",
     responses=MISSING,
 )
-def get_sources(feed_id: str, session: SessionDep, principal: FeedUser) -> dict[str, Any]:
+def get_sources(feed_id: str, session: SessionDep, principal: V1User) -> dict[str, Any]:
     return feed_service.list_sources(session, principal.account.id, feed_id)
 
 
 def _set_sources(
-    feed_id: str, request: Request, session: SessionDep, principal: FeedUser, body: JsonBody, dry_run: DryRun
+    feed_id: str, request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
 ) -> dict[str, int]:
     payload = validate(SourceSetPayload, source_inputs(body))
     counts = feed_service.set_feed_sources(

@@ -9,16 +9,17 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db import SessionDep
-from app.feeds.auth import FeedUser
 from app.feeds.feed_service import find_feed
-from app.feeds.input import Cursor, PageCursor
-from app.feeds.routing import FeedRouter
-from app.feeds.wire import ErrorOut, FeedItemListResponse
+from app.feeds.wire import FeedItemListResponse
+from app.identity.dependencies import V1User
 from app.kit.responses import json_response
 from app.kit.time import iso
+from app.kit.v1_input import Cursor, PageCursor
+from app.kit.v1_routing import V1Router
+from app.kit.v1_wire import ErrorOut
 from app.models import FeedItem
 
-router = FeedRouter(tags=["Feeds"])
+router = V1Router(tags=["Feeds"])
 
 ITEM_COLUMNS = (
     FeedItem.id,
@@ -59,6 +60,6 @@ def item_page(session: Session, account_id: int, feed_id: str, cursor: Cursor) -
     response_model=FeedItemListResponse,
     responses={404: {"model": ErrorOut, "description": "No such feed in the account"}},
 )
-def list_items(feed_id: str, session: SessionDep, principal: FeedUser, cursor: PageCursor) -> Response:
+def list_items(feed_id: str, session: SessionDep, principal: V1User, cursor: PageCursor) -> Response:
     # Rows are plain JSON already: written as they are, without a model round trip per item.
     return json_response(item_page(session, principal.account.id, feed_id, cursor))

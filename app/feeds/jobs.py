@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import transaction
+from app.feeds.poll_queue import OnNewItems
 from app.feeds.poller import FeedPoller
 from app.feeds.telemetry import heartbeat_due, mark_sent, telemetry_event
 from app.kit.safe_http import OutboundError
@@ -21,12 +22,15 @@ TELEMETRY_EVERY = timedelta(days=1)
 
 
 class FeedJobs:
-    """The jobs and what they share (one poller, hence one HTTP client, per process)."""
+    """The jobs and what they share (one poller, hence one HTTP client, per process). `on_new_items`
+    is the poller's hook for the items each poll stores (see poll_queue.OnNewItems)."""
 
-    def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
+    def __init__(
+        self, settings: Settings, session_factory: sessionmaker[Session], *, on_new_items: OnNewItems
+    ) -> None:
         self.settings = settings
         self.session_factory = session_factory
-        self.poller = FeedPoller(settings, session_factory)
+        self.poller = FeedPoller(settings, session_factory, on_new_items=on_new_items)
 
     def jobs(self) -> list[tuple[str, float, Callable[[], Awaitable[int]]]]:
         return [

@@ -6,12 +6,16 @@ A feed is due when it is active, `next_poll_at` has come and no live lease holds
 feeds with `FOR UPDATE SKIP LOCKED` (SQLite has one writer anyway), stamps `lease_until` and a
 `lease_token`, and commits: from then on no other worker claims the feed until the lease ends, and a
 worker that records after losing its lease (it took longer than the lease) records nothing.
+
+What follows from new items is not the feed side's business: recording a poll hands their ids to
+the `OnNewItems` hook it is given, in the same transaction; app/scheduler.py gives the watch run
+queue's.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -38,13 +42,16 @@ from app.db import skip_locked, upsert
 from app.feeds.connectors.base import ConnectorError, Fetched, SourceJob
 from app.kit.ids import new_ulid, ulid_floor
 from app.models import Feed, FeedItem, Source
-from app.watches.run_queue import enqueue_first_runs
 
 # API connectors look back this far behind their watermark, for items their index saw late; the
 # store drops the repeats.
 LOOKBACK = timedelta(hours=1)
 # A failing source waits its feed's interval times 2^failures, at most this long (or the interval).
 MAX_BACKOFF = timedelta(hours=6)
+
+# Told, in the recording transaction (it only flushes), the ids of the items a poll stored (maybe none)
+# and the poll's moment; what it returns is ignored.
+OnNewItems = Callable[[Session, Sequence[str], datetime], object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,15 +173,17 @@ def _item_rows(claim: ClaimedFeed, job: SourceJob, fetched: Fetched) -> list[dic
     return rows
 
 
-def record_poll(session: Session, result: FeedPollResult, now: datetime) -> int:
+def record_poll(session: Session, result: FeedPollResult, now: datetime, *, on_new_items: OnNewItems) -> int:
     """Store one poll's items and states; returns how many items were new (0 if the lease was lost)."""
-    return record_polls(session, [result], now)
+    return record_polls(session, [result], now, on_new_items=on_new_items)
 
 
-def record_polls(session: Session, results: Sequence[FeedPollResult], now: datetime) -> int:
-    """Store several polls' items and states in one go (one INSERT for all their items); returns how
-    many items were new. A poll whose feed was deleted, or whose lease another worker holds now, is
-    dropped."""
+def record_polls(
+    session: Session, results: Sequence[FeedPollResult], now: datetime, *, on_new_items: OnNewItems
+) -> int:
+    """Store several polls' items and states in one go (one INSERT for all their items), then tell
+    `on_new_items` the new ones' ids; returns how many items were new. A poll whose feed was deleted,
+    or whose lease another worker holds now, is dropped."""
     tokens = {result.claim.feed_id: result.claim.lease_token for result in results}
     feeds = {
         feed.id: feed
@@ -191,8 +200,8 @@ def record_polls(session: Session, results: Sequence[FeedPollResult], now: datet
         if feed is not None:
             rows.extend(_apply_poll(feed, result, live, now))
     new_ids = insert_items(session, rows)
-    # Each new item starts the chain of every active watch subscribed to its feed.
-    enqueue_first_runs(session, new_ids, now)
+    # Before pruning, in this transaction: what the hook adds commits with the items or not at all.
+    on_new_items(session, new_ids, now)
     by_retention: dict[int, list[str]] = {}
     for feed in feeds.values():
         by_retention.setdefault(feed.retention_days, []).append(feed.id)

@@ -32,6 +32,7 @@ from app.feeds.connectors.base import (
 from app.feeds.poll_queue import (
     ClaimedFeed,
     FeedPollResult,
+    OnNewItems,
     SourceOutcome,
     claim_due_feeds,
     prune_all,
@@ -63,12 +64,14 @@ class FeedPoller:
         settings: Settings,
         session_factory: sessionmaker[Session],
         *,
+        on_new_items: OnNewItems,
         http: SafeHttp | None = None,
         clock: Callable[[], datetime] = utcnow,
         connectors: dict[str, Connector] | None = None,
     ) -> None:
         self.settings = settings
         self.session_factory = session_factory
+        self.on_new_items = on_new_items
         self.http = http or make_http(settings)
         self.clock = clock
         self.connectors = connectors or CONNECTORS
@@ -230,7 +233,7 @@ class FeedPoller:
 
     def _record_batch(self, batch: list[FeedPollResult], now: datetime) -> int:
         with transaction(self.session_factory) as session:
-            added = record_polls(session, batch, now)
+            added = record_polls(session, batch, now, on_new_items=self.on_new_items)
             for result in batch:
                 errors = [o for o in result.outcomes if o.error is not None]
                 if errors:

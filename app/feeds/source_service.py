@@ -16,11 +16,11 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.feeds.input import invalid
 from app.feeds.specs import SourceInput, spec_hash
 from app.feeds.wire import source_wire
 from app.kit.ids import new_ulid
 from app.kit.safe_http import literal_host_problem
+from app.kit.v1_input import invalid
 from app.models import Feed, Source
 
 log = logging.getLogger("tidings.feeds")

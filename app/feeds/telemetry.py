@@ -19,16 +19,17 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db import SessionDep
-from app.feeds.auth import FeedUser
-from app.feeds.input import JsonBody, validate
-from app.feeds.routing import FeedRouter
-from app.feeds.wire import ErrorOut, TelemetryInput, TelemetryState
+from app.feeds.wire import TelemetryInput, TelemetryState
+from app.identity.dependencies import V1User
 from app.identity.principal import Principal
 from app.kit.errors import Forbidden
 from app.kit.time import utcnow
+from app.kit.v1_input import JsonBody, validate
+from app.kit.v1_routing import V1Router
+from app.kit.v1_wire import ErrorOut
 from app.models import Feed, Source, TelemetrySetting
 
-router = FeedRouter(tags=["Telemetry"])
+router = V1Router(tags=["Telemetry"])
 
 SETTING_ID = 1
 
@@ -98,7 +99,7 @@ def _release() -> str:
 
 
 @router.get("/v1/telemetry", response_model=TelemetryState, summary="The telemetry state")
-def get_telemetry(request: Request, session: SessionDep, principal: FeedUser) -> dict[str, Any]:
+def get_telemetry(request: Request, session: SessionDep, principal: V1User) -> dict[str, Any]:
     return telemetry_state(session, principal, request.app.state.settings)
 
 
@@ -111,9 +112,7 @@ def get_telemetry(request: Request, session: SessionDep, principal: FeedUser) ->
         403: {"model": ErrorOut, "description": "The caller is not staff (`can_set` is false)"},
     },
 )
-def put_telemetry(
-    request: Request, session: SessionDep, principal: FeedUser, body: JsonBody
-) -> dict[str, Any]:
+def put_telemetry(request: Request, session: SessionDep, principal: V1User, body: JsonBody) -> dict[str, Any]:
     wanted = validate(TelemetryInput, body)
     set_mode(session, principal, wanted.mode)
     return telemetry_state(session, principal, request.app.state.settings)

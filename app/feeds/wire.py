@@ -1,28 +1,15 @@
-"""What /v1 answers: the wire schemas of feeds, sources, items and telemetry (openmagpie's names), and
-the dict builders that fill them from rows."""
+"""What /v1 answers about feeds: the wire schemas of feeds, sources, items and telemetry (openmagpie's
+names), and the dict builders that fill them from rows. What every /v1 answer shares is in kit/v1_wire."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, WithJsonSchema
+from pydantic import BaseModel, ConfigDict
 
 from app.feeds.specs import CuratedFeedConfig, SourceSpec
-from app.kit.time import iso
+from app.kit.v1_wire import Timestamp
 from app.models import Feed, FeedItem, Source
-
-# Every /v1 timestamp is written alike: UTC, six fractional digits, `Z`.
-Timestamp = Annotated[
-    datetime,
-    PlainSerializer(iso, return_type=str),
-    WithJsonSchema({"type": "string", "format": "date-time"}),
-]
-
-
-class ErrorOut(BaseModel):
-    error: str
-    detail: Any = None
 
 
 class SourceWire(BaseModel):

@@ -7,17 +7,17 @@ from typing import Any
 from fastapi import Request, Response
 
 from app.db import SessionDep
-from app.feeds.auth import FeedUser
-from app.feeds.input import DryRun, JsonBody, validate
-from app.feeds.routing import FeedRouter
-from app.feeds.wire import ErrorOut
+from app.identity.dependencies import V1User
 from app.kit.responses import timestamped_json_response
 from app.kit.time import utcnow
+from app.kit.v1_input import DryRun, JsonBody, validate
+from app.kit.v1_routing import V1Router
+from app.kit.v1_wire import ErrorOut
 from app.watches import chain_service
 from app.watches.specs import ActionInput
 from app.watches.wire import WatchActionMutationResponse, WatchActionWire
 
-router = FeedRouter(tags=["Watches"])
+router = V1Router(tags=["Watches"])
 
 MISSING: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorOut, "description": "No such action in the account"}
@@ -27,7 +27,7 @@ MISSING: dict[int | str, dict[str, Any]] = {
 @router.get(
     "/v1/actions/{action_id}", response_model=WatchActionWire, summary="One action", responses=MISSING
 )
-def get_action(action_id: str, session: SessionDep, principal: FeedUser) -> Response:
+def get_action(action_id: str, session: SessionDep, principal: V1User) -> Response:
     return timestamped_json_response(chain_service.read_action(session, principal.account.id, action_id))
 
 
@@ -46,7 +46,7 @@ def edit_action(
     action_id: str,
     request: Request,
     session: SessionDep,
-    principal: FeedUser,
+    principal: V1User,
     body: JsonBody,
     dry_run: DryRun,
 ) -> Response:
@@ -71,7 +71,7 @@ def edit_action(
     description="204; the later actions move up. A dry run answers 200 with the action that would go.",
     responses={200: {"model": WatchActionMutationResponse, "description": "Dry run"}, **MISSING},
 )
-def delete_action(action_id: str, session: SessionDep, principal: FeedUser, dry_run: DryRun) -> Response:
+def delete_action(action_id: str, session: SessionDep, principal: V1User, dry_run: DryRun) -> Response:
     preview = chain_service.delete_action(session, principal, action_id, dry_run=dry_run, now=utcnow())
     if preview is not None:
         return timestamped_json_response(preview)

@@ -8,12 +8,12 @@ from typing import Any
 from fastapi import Request, Response
 
 from app.db import SessionDep
-from app.feeds.auth import FeedUser
-from app.feeds.input import PageCursor
-from app.feeds.routing import FeedRouter
-from app.feeds.wire import ErrorOut
+from app.identity.dependencies import V1User
 from app.kit.responses import timestamped_json_response
 from app.kit.time import utcnow
+from app.kit.v1_input import PageCursor
+from app.kit.v1_routing import V1Router
+from app.kit.v1_wire import ErrorOut
 from app.watches import activity_service
 from app.watches.wire import (
     WatchActionDeliveryListResponse,
@@ -22,7 +22,7 @@ from app.watches.wire import (
     WatchActionRunView,
 )
 
-router = FeedRouter(tags=["Activity"])
+router = V1Router(tags=["Activity"])
 
 NOT_ACTION: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "An unknown `state` or `window`"},
@@ -40,7 +40,7 @@ NOT_ACTION: dict[int | str, dict[str, Any]] = {
     responses=NOT_ACTION,
 )
 def action_activity(
-    action_id: str, request: Request, session: SessionDep, principal: FeedUser, cursor: PageCursor
+    action_id: str, request: Request, session: SessionDep, principal: V1User, cursor: PageCursor
 ) -> Response:
     params = request.query_params
     page = activity_service.run_page(
@@ -62,7 +62,7 @@ def action_activity(
     description="`feed_item` is null once retention pruned the item.",
     responses={404: {"model": ErrorOut, "description": "No such run in the account"}},
 )
-def run_detail(run_id: str, session: SessionDep, principal: FeedUser) -> Response:
+def run_detail(run_id: str, session: SessionDep, principal: V1User) -> Response:
     return timestamped_json_response(activity_service.run_view(session, principal.account.id, run_id))
 
 
@@ -74,7 +74,7 @@ def run_detail(run_id: str, session: SessionDep, principal: FeedUser) -> Respons
     responses=NOT_ACTION,
 )
 def action_deliveries(
-    action_id: str, request: Request, session: SessionDep, principal: FeedUser, cursor: PageCursor
+    action_id: str, request: Request, session: SessionDep, principal: V1User, cursor: PageCursor
 ) -> Response:
     page = activity_service.delivery_page(
         session, principal.account.id, action_id, cursor, state=request.query_params.get("state")
@@ -88,7 +88,7 @@ def action_deliveries(
     summary="One delivery with the exact body sent (never its headers)",
     responses={404: {"model": ErrorOut, "description": "No such delivery in the account"}},
 )
-def delivery_detail(delivery_id: str, session: SessionDep, principal: FeedUser) -> Response:
+def delivery_detail(delivery_id: str, session: SessionDep, principal: V1User) -> Response:
     return timestamped_json_response(
         activity_service.delivery_detail(session, principal.account.id, delivery_id)
     )

@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.feeds.input import Cursor, invalid
 from app.kit.errors import NotFound
 from app.kit.ids import normalize_ulid
+from app.kit.v1_input import Cursor, invalid
 from app.models import (
     DELIVERY_STATES,
     RUN_STATES,

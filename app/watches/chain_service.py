@@ -13,10 +13,10 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from app.feeds.input import field_errors, invalid
 from app.identity.principal import Principal
 from app.kit.ids import new_ulid, normalize_ulid
 from app.kit.safe_http import literal_host_problem
+from app.kit.v1_input import field_errors, invalid
 from app.models import Watch, WatchAction
 from app.watches.lookup import find_action, find_watch
 from app.watches.secrets import restore_secrets

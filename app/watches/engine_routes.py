@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
-from app.feeds.auth import FeedUser
-from app.feeds.routing import FeedRouter
+from app.identity.dependencies import V1User
 from app.kit.responses import json_response
+from app.kit.v1_routing import V1Router
 from app.watches.engines.registry import Engines
 from app.watches.wire import EngineListResponse
 
-router = FeedRouter(tags=["Engines"])
+router = V1Router(tags=["Engines"])
 
 
 def request_engines(request: Request) -> Engines:
@@ -29,5 +29,5 @@ def request_engines(request: Request) -> Engines:
     description="Always 200: an engine that cannot run says why in `unreachable_reason` and what to do "
     "in `how_to_fix`. What an engine's endpoint answers is re-checked at most every 10 s.",
 )
-async def list_engines(request: Request, principal: FeedUser) -> Response:
+async def list_engines(request: Request, principal: V1User) -> Response:
     return json_response({"items": await request_engines(request).statuses()})

@@ -7,12 +7,12 @@ from typing import Any
 from fastapi import Request, Response
 
 from app.db import SessionDep
-from app.feeds.auth import FeedUser
-from app.feeds.input import DryRun, JsonBody, PageCursor, validate
-from app.feeds.routing import FeedRouter
-from app.feeds.wire import ErrorOut
+from app.identity.dependencies import V1User
 from app.kit.responses import timestamped_json_response
 from app.kit.time import utcnow
+from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
+from app.kit.v1_routing import V1Router
+from app.kit.v1_wire import ErrorOut
 from app.watches import chain_service, watch_service
 from app.watches.specs import ActionInput, WatchInput, WatchPatch
 from app.watches.wire import (
@@ -23,7 +23,7 @@ from app.watches.wire import (
     WatchView,
 )
 
-router = FeedRouter(tags=["Watches"])
+router = V1Router(tags=["Watches"])
 
 INVALID: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "Invalid input; `detail` names each field"}
@@ -43,7 +43,7 @@ def _allow_private(request: Request) -> bool:
 
 
 @router.get("/v1/watches", response_model=WatchListResponse, summary="List watches, newest first")
-def list_watches(session: SessionDep, principal: FeedUser, cursor: PageCursor) -> Response:
+def list_watches(session: SessionDep, principal: V1User, cursor: PageCursor) -> Response:
     return timestamped_json_response(watch_service.list_watches(session, principal.account.id, cursor))
 
 
@@ -56,7 +56,7 @@ def list_watches(session: SessionDep, principal: FeedUser, cursor: PageCursor) -
     responses={200: {"model": WatchMutationResponse, "description": "Dry run"}, **INVALID},
 )
 def create_watch(
-    request: Request, session: SessionDep, principal: FeedUser, body: JsonBody, dry_run: DryRun
+    request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
 ) -> Response:
     watch_input = validate(WatchInput, body)
     created = watch_service.create_watch(
@@ -76,7 +76,7 @@ def create_watch(
     summary="A watch with its action chain",
     responses=MISSING,
 )
-def get_watch(watch_id: str, session: SessionDep, principal: FeedUser) -> Response:
+def get_watch(watch_id: str, session: SessionDep, principal: V1User) -> Response:
     return timestamped_json_response(watch_service.read_watch(session, principal.account.id, watch_id))
 
 
@@ -89,7 +89,7 @@ def get_watch(watch_id: str, session: SessionDep, principal: FeedUser) -> Respon
     responses={**INVALID, **MISSING},
 )
 def edit_watch(
-    watch_id: str, request: Request, session: SessionDep, principal: FeedUser, body: JsonBody, dry_run: DryRun
+    watch_id: str, request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
 ) -> Response:
     watch_input = validate(WatchInput, body)
     edited = watch_service.edit_watch(
@@ -113,7 +113,7 @@ def edit_watch(
     responses={**INVALID, **MISSING},
 )
 def patch_watch(
-    watch_id: str, request: Request, session: SessionDep, principal: FeedUser, body: JsonBody, dry_run: DryRun
+    watch_id: str, request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
 ) -> Response:
     patch = validate(WatchPatch, body)
     edited = watch_service.edit_watch(
@@ -136,7 +136,7 @@ def patch_watch(
     description="204; a dry run answers 200 with the watch that would be deleted.",
     responses={200: {"model": WatchMutationResponse, "description": "Dry run"}, **MISSING},
 )
-def delete_watch(watch_id: str, session: SessionDep, principal: FeedUser, dry_run: DryRun) -> Response:
+def delete_watch(watch_id: str, session: SessionDep, principal: V1User, dry_run: DryRun) -> Response:
     preview = watch_service.delete_watch(session, principal, watch_id, dry_run=dry_run)
     if preview is not None:
         return timestamped_json_response(preview)
@@ -149,7 +149,7 @@ def delete_watch(watch_id: str, session: SessionDep, principal: FeedUser, dry_ru
     summary="A watch's action chain, in rank order",
     responses=MISSING,
 )
-def list_actions(watch_id: str, session: SessionDep, principal: FeedUser) -> Response:
+def list_actions(watch_id: str, session: SessionDep, principal: V1User) -> Response:
     return timestamped_json_response(watch_service.list_actions(session, principal.account.id, watch_id))
 
 
@@ -163,7 +163,7 @@ def list_actions(watch_id: str, session: SessionDep, principal: FeedUser) -> Res
     responses={200: {"model": WatchActionMutationResponse, "description": "Dry run"}, **INVALID, **MISSING},
 )
 def add_action(
-    watch_id: str, request: Request, session: SessionDep, principal: FeedUser, body: JsonBody, dry_run: DryRun
+    watch_id: str, request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
 ) -> Response:
     item = validate(ActionInput, body)
     added = chain_service.add_action(

@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
-from app.feeds.input import Cursor, invalid
 from app.identity.principal import Principal
 from app.kit.ids import new_ulid, normalize_ulid
+from app.kit.v1_input import Cursor, invalid
 from app.models import Feed, Watch, WatchAction, WatchFeed
 from app.watches.chain_service import (
     CheckedAction,

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from app.feeds.wire import Timestamp
+from app.kit.v1_wire import Timestamp
 from app.models import Watch, WatchAction, WatchActionDelivery, WatchActionRun
 from app.watches.secrets import masked_config
 from app.watches.summaries import action_detail

@@ -58,6 +58,7 @@ from app.identity.accounts import create_user  # noqa: E402
 from app.kit.ids import new_ulid  # noqa: E402
 from app.migrate import upgrade_to_head  # noqa: E402
 from app.models import Feed, FeedItem  # noqa: E402
+from app.watches.run_queue import enqueue_first_runs  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bench_feeds"
 TARGET_RATIO = 0.5  # the whole cycle at least half the parser-alone throughput
@@ -230,7 +231,7 @@ def parser_alone(documents: list[bytes]) -> dict[str, Any]:
 
 def poll_cycle(settings: Settings, factory: Any) -> tuple[int, float]:
     async def main() -> int:
-        poller = FeedPoller(settings, factory)
+        poller = FeedPoller(settings, factory, on_new_items=enqueue_first_runs)
         try:
             return await poller.drain()
         finally:

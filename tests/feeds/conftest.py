@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.feeds.poller import FeedPoller
 from app.kit.time import utcnow
+from app.watches.run_queue import enqueue_first_runs
 from tests.upstream import Upstream
 
 
@@ -51,6 +52,7 @@ def poll(settings: Settings, session_factory: sessionmaker[Session]) -> Poll:
             poller = FeedPoller(
                 settings.model_copy(update=changes),
                 session_factory,
+                on_new_items=enqueue_first_runs,
                 clock=(lambda: moment) if moment is not None else utcnow,
             )
             try:

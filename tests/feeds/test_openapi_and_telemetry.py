@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.feeds.jobs import FeedJobs
+from app.watches.run_queue import enqueue_first_runs
 from tests.conftest import ApiUser
 from tests.upstream import Upstream
 
@@ -152,7 +153,7 @@ def test_an_event_leaves_only_after_opting_in_and_carries_only_counts(
 
     def send() -> None:
         async def main() -> None:
-            jobs = FeedJobs(configured, session_factory)
+            jobs = FeedJobs(configured, session_factory, on_new_items=enqueue_first_runs)
             try:
                 await jobs.send_telemetry()
             finally:

@@ -21,6 +21,7 @@ from app.identity.accounts import create_user
 from app.kit.ids import new_ulid
 from app.kit.time import iso, utcnow
 from app.models import Account, Feed, FeedItem, Source
+from app.watches.run_queue import enqueue_first_runs
 from tests.conftest import ApiUser
 from tests.feeds.conftest import Poll, items_of, later, make_feed, rss
 from tests.upstream import Upstream, respond, slow
@@ -263,11 +264,18 @@ def test_a_claimed_feed_is_not_claimed_again_and_a_lost_lease_records_nothing(
         second = claim_due_feeds(session, at + timedelta(minutes=6), 10, lease)
     assert [c.feed_id for c in second] == [first[0].feed_id]
     with transaction(session_factory) as session:
-        assert record_poll(session, FeedPollResult(first[0]), at + timedelta(minutes=7)) == 0
+        assert (
+            record_poll(
+                session, FeedPollResult(first[0]), at + timedelta(minutes=7), on_new_items=enqueue_first_runs
+            )
+            == 0
+        )
         feed = session.get(Feed, first[0].feed_id)
         assert feed is not None and feed.lease_token == second[0].lease_token
     with transaction(session_factory) as session:
-        record_poll(session, FeedPollResult(second[0]), at + timedelta(minutes=7))
+        record_poll(
+            session, FeedPollResult(second[0]), at + timedelta(minutes=7), on_new_items=enqueue_first_runs
+        )
         feed = session.get(Feed, first[0].feed_id)
         assert feed is not None and feed.lease_token is None and feed.last_polled_at is not None
 
@@ -296,7 +304,9 @@ def test_two_pollers_at_once_poll_each_feed_once(
     )
 
     async def both() -> list[int]:
-        pollers = [FeedPoller(settings, factory, clock=lambda: at) for _ in range(2)]
+        pollers = [
+            FeedPoller(settings, factory, on_new_items=enqueue_first_runs, clock=lambda: at) for _ in range(2)
+        ]
         try:
             return list(await asyncio.gather(*(p.drain() for p in pollers)))
         finally:

@@ -22,6 +22,7 @@ from app.feeds.poller import FeedPoller
 from app.kit.time import utcnow
 from app.models import WatchActionRun
 from app.watches.drain import RunDrain
+from app.watches.run_queue import enqueue_first_runs
 from tests.feeds.conftest import make_feed, rss
 from tests.upstream import Upstream
 from tests.watches.fake_engine import FakeEngine, handler_for
@@ -76,7 +77,12 @@ def poll(settings: Settings, session_factory: sessionmaker[Session]) -> Poll:
 
     def run(at: datetime | None = None) -> int:
         async def main() -> int:
-            poller = FeedPoller(settings, session_factory, clock=(lambda: at) if at is not None else utcnow)
+            poller = FeedPoller(
+                settings,
+                session_factory,
+                on_new_items=enqueue_first_runs,
+                clock=(lambda: at) if at is not None else utcnow,
+            )
             try:
                 return await poller.drain()
             finally:

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter
 
 
-class FeedRouter(APIRouter):
+class V1Router(APIRouter):
     def add_api_route(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         super().add_api_route(path, endpoint, **kwargs)
         twin = path[:-1] if path.endswith("/") else f"{path}/"
