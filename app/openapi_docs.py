@@ -12,9 +12,8 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from app.authroutes import api_auth
+from app.authroutes import api_auth, v1_auth
 from app.authroutes import schemas as auth_schemas
-from app.feeds import auth_routes as v1_auth
 from app.feeds import specs as feed_specs
 from app.feeds.router import feed_routers
 from app.feeds.wire import TelemetryInput
@@ -327,7 +326,7 @@ def _feed_inputs(document: dict[str, Any]) -> None:
 
 @cache
 def feeds_openapi() -> dict[str, Any]:
-    routes = [route for router in [*feed_routers, *watch_routers] for route in router.routes]
+    routes = [route for router in [v1_auth.router, *feed_routers, *watch_routers] for route in router.routes]
     document = get_openapi(
         title="Tidings feeds and watches API (openmagpie-compatible)",
         version=FEEDS_API_VERSION,

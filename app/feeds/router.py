@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.feeds import auth_routes, feeds, items, telemetry
+from app.feeds import feeds, items, telemetry
 
-feed_routers: list[APIRouter] = [auth_routes.router, feeds.router, items.router, telemetry.router]
+feed_routers: list[APIRouter] = [feeds.router, items.router, telemetry.router]
