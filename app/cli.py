@@ -129,14 +129,18 @@ def serve(
 @cli.command()
 def worker(
     once: Annotated[
-        bool, typer.Option("--once", help="Send what is due now, then exit (instead of running on)")
+        bool,
+        typer.Option(
+            "--once",
+            help="Send the due email, poll the due feeds and run the due watch runs, then exit",
+        ),
     ] = False,
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve this process's Prometheus metrics on this port")
     ] = None,
     metrics_host: Annotated[str, typer.Option(help="Address of the metrics port")] = "127.0.0.1",
 ) -> None:
-    """Run the background jobs only, no HTTP: more sending (and later polling) beside the API."""
+    """Run the background jobs only, no HTTP: sending, feed polling and watch runs beside the API."""
     settings = Settings()
     migrate(settings)
     if metrics_port is not None:
@@ -159,8 +163,8 @@ async def _run_worker(settings: Settings, *, once: bool) -> None:
     scheduler = Scheduler(settings, factory)
     try:
         if once:
-            sent = await scheduler.drain()
-            typer.echo(f"sent {sent} emails")
+            done = await scheduler.drain()
+            typer.echo(f"sent {done.emails} emails, polled {done.feeds} feeds, ran {done.runs} watch runs")
             return
         await scheduler.start()
         freeze_start_up_objects()

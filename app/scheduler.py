@@ -40,6 +40,15 @@ class Job:
     run: Callable[[], Awaitable[int]]
 
 
+@dataclass(frozen=True, slots=True)
+class Drained:
+    """What one `tidings worker --once` did."""
+
+    emails: int
+    feeds: int
+    runs: int
+
+
 class Scheduler:
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
         self.settings = settings
@@ -63,9 +72,24 @@ class Scheduler:
             MailTokens(settings.resolved_secret_key),
         )
 
-    async def drain(self) -> int:
-        """Send everything due now and return (`tidings worker --once`)."""
-        return await self.send_worker().drain()
+    def _feed_jobs(self) -> FeedJobs:
+        if self.feed_jobs is None:
+            self.feed_jobs = FeedJobs(self.settings, self.session_factory, on_new_items=enqueue_first_runs)
+        return self.feed_jobs
+
+    def _watch_jobs(self) -> WatchJobs:
+        if self.watch_jobs is None:
+            self.watch_jobs = WatchJobs(self.settings, self.session_factory)
+        return self.watch_jobs
+
+    async def drain(self) -> Drained:
+        """Do what is due now, then return (`tidings worker --once`): send the due email, poll the due
+        feeds, then run the due watch runs, those the poll just enqueued included. Runs waiting for a
+        retry or a digest window later than now stay queued."""
+        emails = await self.send_worker().drain()
+        feeds = await self._feed_jobs().poller.drain()
+        runs = await self._watch_jobs().drain.drain()
+        return Drained(emails=emails, feeds=feeds, runs=runs)
 
     def jobs(self) -> list[Job]:
         worker = self.send_worker()
@@ -77,12 +101,8 @@ class Scheduler:
             await asyncio.to_thread(worker.release_leases)
             return 0  # never a reason to run again at once
 
-        if self.feed_jobs is None:
-            self.feed_jobs = FeedJobs(self.settings, self.session_factory, on_new_items=enqueue_first_runs)
-        feed_jobs = [Job(name, interval, run) for name, interval, run in self.feed_jobs.jobs()]
-        if self.watch_jobs is None:
-            self.watch_jobs = WatchJobs(self.settings, self.session_factory)
-        watch_jobs = [Job(name, interval, run) for name, interval, run in self.watch_jobs.jobs()]
+        feed_jobs = [Job(name, interval, run) for name, interval, run in self._feed_jobs().jobs()]
+        watch_jobs = [Job(name, interval, run) for name, interval, run in self._watch_jobs().jobs()]
 
         sweep = min(LEASE_SWEEP_SECONDS, max(1.0, self.settings.send_lease_seconds / 2))
         return [
