@@ -31,9 +31,12 @@ def free_port() -> int:
 def served_app(database_url: str, var_dir: Path, **env: str) -> Iterator[str]:
     """The app as `uvicorn --factory` serves it; yields its base URL. Fails the test on a traceback."""
     port = free_port()
+    base = f"http://127.0.0.1:{port}"
     environment = {
         **os.environ,
         "TIDINGS_DATABASE_URL": database_url,
+        # Its own address is its public one: links in emails and the Origin trusted for cookie POSTs.
+        "TIDINGS_BASE_URL": base,
         "TIDINGS_VAR_DIR": str(var_dir),
         "TIDINGS_SECRET_KEY": "server-test-secret-key-long-enough-to-sign",
         "TIDINGS_MAIL_RATE_LIMIT": "100000/minute",
@@ -41,7 +44,6 @@ def served_app(database_url: str, var_dir: Path, **env: str) -> Iterator[str]:
     }
     command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port)]
     process = subprocess.Popen([*command, "--log-level", "warning"], env=environment, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -56,7 +58,7 @@ def served_app(database_url: str, var_dir: Path, **env: str) -> Iterator[str]:
         yield base
     finally:
         process.terminate()
-        _, stderr = process.communicate(timeout=10)
+        _, stderr = process.communicate(timeout=15)
         assert b"Traceback" not in stderr, stderr.decode()[-3000:]
 
 

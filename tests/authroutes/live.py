@@ -5,24 +5,20 @@ rolled-back transaction is invisible to it)."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy import Engine, delete
 from sqlalchemy.orm import Session
 
 from app.identity.accounts import create_user
 from app.models import Account
+from tests.processes import free_port, served_app
 
-ROOT = Path(__file__).resolve().parents[2]
+__all__ = ["CommittedPerson", "committed_person", "free_port", "require", "running_server"]
 
 
 def require(condition: bool, reason: str) -> None:
@@ -35,57 +31,9 @@ def require(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def running_server(database_url: str, var_dir: Path, **env: str) -> Iterator[str]:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    process_env = {
-        **os.environ,
-        "TIDINGS_DATABASE_URL": database_url,
-        "TIDINGS_VAR_DIR": str(var_dir),
-        "TIDINGS_SECRET_KEY": "live-auth-test-secret-key-long-enough",
-        "TIDINGS_BASE_URL": base,
-        "TIDINGS_SCHEDULER": "false",
-        **env,
-    }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "app.main:create_app",
-            "--factory",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=process_env,
-        cwd=ROOT,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail("the server did not start")
-            time.sleep(0.1)
-        yield base
-    finally:
-        process.terminate()
-        _, stderr = process.communicate(timeout=15)
-        assert b"Traceback" not in stderr, stderr.decode()[-3000:]
+def running_server(database_url: str, var_dir: Path, **env: str) -> AbstractContextManager[str]:
+    """The app served as in production, its own base URL trusted as the Origin of cookie POSTs."""
+    return served_app(database_url, var_dir, **{"TIDINGS_SCHEDULER": "false", **env})
 
 
 @dataclass
