@@ -38,21 +38,9 @@ from sqlalchemy import Interval, String, and_, case, func, literal, select, upda
 from sqlalchemy.orm import Session
 
 from app.db import upsert
-from app.mail.sending.queue import aware
+from app.mail.sending.queue import QUEUED_COLUMNS, aware
 from app.models import Automation, AutomationItem, AutomationTrigger, Campaign, Contact, Deliverable
 from app.models.base import UTCDateTime
-
-# The deliverable columns a schedule writes, in the order _schedule() selects them.
-_COLUMNS = [
-    "account_id",
-    "campaign_id",
-    "contact_id",
-    "state",
-    "send_after",
-    "attempts",
-    "created_at",
-    "updated_at",
-]
 
 
 def on_lists_joined(
@@ -213,7 +201,7 @@ def _insert_for(
     )
     result = session.execute(
         upsert(session, Deliverable)
-        .from_select(_COLUMNS, rows)
+        .from_select(QUEUED_COLUMNS, rows)
         .on_conflict_do_nothing(index_elements=["campaign_id", "contact_id"])
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -122,6 +122,20 @@ def recipients_of(campaign_id: int, account_id: int) -> ColumnElement[bool]:
     )
 
 
+# The deliverable columns a fan-out or an automation schedule writes with INSERT ... SELECT, in the
+# order their SELECTs list them.
+QUEUED_COLUMNS = [
+    "account_id",
+    "campaign_id",
+    "contact_id",
+    "state",
+    "send_after",
+    "attempts",
+    "created_at",
+    "updated_at",
+]
+
+
 def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> list[int]:
     """Turn campaigns whose scheduled_at has come into queued deliverables; returns their ids.
 
@@ -157,19 +171,9 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
             .where(recipients_of(campaign_id, account_id))
             .order_by(Contact.id)
         )
-        columns = [
-            "account_id",
-            "campaign_id",
-            "contact_id",
-            "state",
-            "send_after",
-            "attempts",
-            "created_at",
-            "updated_at",
-        ]
         inserted = session.execute(
             upsert(session, Deliverable)
-            .from_select(columns, rows)
+            .from_select(QUEUED_COLUMNS, rows)
             .on_conflict_do_nothing(index_elements=["campaign_id", "contact_id"])
             .execution_options(preserve_rowcount=True)  # SQLAlchemy reports an INSERT's count only so
         )
