@@ -1,8 +1,16 @@
 """Prometheus metrics: `GET /metrics`, the request counter middleware, and the queue gauges.
 
 Counters live in each process (prometheus-client's default registry): scrape every API process, and
-start `tidings worker --metrics-port P` to scrape a worker. Queue depths are read from the database at
-scrape time, so any process reports the same, whole-system figures.
+start `tidings worker --metrics-port P` to scrape a worker. `tidings_emails_total{result}` counts the
+emails a process's send workers attempted (sent, retry, failed, bounced), so the send rate is
+`sum(rate(tidings_emails_total{result="sent"}[5m]))` over the processes that send (workers, and a
+serving process with its scheduler on).
+
+Gauges are read from the database at scrape time, so any process reports the same, whole-system
+figures: `tidings_queue_depth{queue,state}` for the work queues (campaign deliverables queued and
+sending; watch runs pending, running and retrying, i.e. failed with an attempt left; webhook deliveries
+pending, i.e. calls in flight) and `tidings_feed_sources_failing`, the feed sources whose last poll
+failed (they are backing off). Each is answered from a partial index holding only the rows it counts.
 
 Set `TIDINGS_METRICS_TOKEN` to require `Authorization: Bearer <token>` on /metrics (open otherwise, as
 Prometheus' own endpoints are; put it behind your network's access rules).
@@ -18,11 +26,13 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.models import Deliverable
+from app.models import Deliverable, Source, WatchActionDelivery, WatchActionRun
+from app.models.feeds import FAILING_SOURCES
+from app.models.watch_runs import PENDING_DELIVERIES, QUEUED_RUNS, RUNNING_RUNS
 
 REQUESTS = Counter(
     "tidings_http_requests_total",
@@ -77,11 +87,39 @@ class QueueDepths(Collector):
         depth = GaugeMetricFamily(
             "tidings_queue_depth", "Rows waiting or in flight in a work queue", labels=["queue", "state"]
         )
+        session = self.session
         # Both states have partial indexes, so this stays cheap on a million-row table.
         for state in ("queued", "sending"):
-            count = self.session.scalar(select(func.count()).where(Deliverable.state == state)) or 0
+            count = session.scalar(select(func.count()).where(Deliverable.state == state)) or 0
             depth.add_metric(["deliverables", state], count)
+
+        # The partial indexes' own predicates, literally (see app/models/watch_runs.py), so the planner
+        # reads only the rows counted; count(*), so an index-only scan does where the index has them.
+        # A `failed` run without a completion time waits for its retry.
+        queued = {
+            state: count
+            for state, count in session.execute(
+                select(WatchActionRun.state, func.count())
+                .where(text(QUEUED_RUNS))
+                .group_by(WatchActionRun.state)
+            )
+        }
+        running = (
+            session.scalar(select(func.count()).select_from(WatchActionRun).where(text(RUNNING_RUNS))) or 0
+        )
+        depth.add_metric(["watch_runs", "pending"], queued.get("pending", 0))
+        depth.add_metric(["watch_runs", "running"], running)
+        depth.add_metric(["watch_runs", "retrying"], queued.get("failed", 0))
+        in_flight = select(func.count()).select_from(WatchActionDelivery).where(text(PENDING_DELIVERIES))
+        depth.add_metric(["webhook_deliveries", "pending"], session.scalar(in_flight) or 0)
         yield depth
+
+        failing = GaugeMetricFamily(
+            "tidings_feed_sources_failing", "Feed sources whose last poll failed (backing off until retry_at)"
+        )
+        failing_count = select(func.count()).select_from(Source).where(text(FAILING_SOURCES))
+        failing.add_metric([], session.scalar(failing_count) or 0)
+        yield failing
 
 
 @metrics_router.get("/metrics")

@@ -1,22 +1,30 @@
-"""GET /metrics (request counters by route template, queue depths), request ids, JSON log lines."""
+"""GET /metrics (request counters by route template, queue depths, failing feed sources), request ids,
+JSON log lines."""
 
 from __future__ import annotations
 
 import json
 import logging
+from datetime import timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.kit.ids import new_ulid
+from app.kit.time import utcnow
 from app.logs import REQUEST_ID, JsonFormatter
 from app.main import create_app
+from app.models import Feed, Source, Watch, WatchAction, WatchActionDelivery, WatchActionRun
+from tests.conftest import ApiUser
 
 
 def sample(text: str, name: str, **labels: str) -> float:
     wanted = ",".join(f'{key}="{value}"' for key, value in labels.items())
+    prefix = f"{name}{{{wanted}}} " if labels else f"{name} "
     for line in text.splitlines():
-        if line.startswith(f"{name}{{{wanted}}} "):
+        if line.startswith(prefix):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
 
@@ -39,6 +47,105 @@ def test_requests_are_counted_by_route_template(client: TestClient, api_user: An
         assert sample(text, name, **labels) == sample(before, name, **labels) + 1, labels
     assert 'tidings_queue_depth{queue="deliverables",state="queued"}' in text
     assert "/contacts/999999" not in text  # raw paths never become labels
+
+
+GAUGES: list[tuple[str, dict[str, str]]] = [
+    ("tidings_queue_depth", {"queue": "watch_runs", "state": "pending"}),
+    ("tidings_queue_depth", {"queue": "watch_runs", "state": "running"}),
+    ("tidings_queue_depth", {"queue": "watch_runs", "state": "retrying"}),
+    ("tidings_queue_depth", {"queue": "webhook_deliveries", "state": "pending"}),
+    ("tidings_feed_sources_failing", {}),
+]
+
+
+def gauges(client: TestClient) -> list[float]:
+    text = client.get("/metrics").text
+    for name, labels in GAUGES:
+        # Present even at zero: an absent series reads as "no data" in Prometheus, not as an empty queue.
+        assert (f"{name}{{" if labels else f"{name} ") in text, name
+    return [sample(text, name, **labels) for name, labels in GAUGES]
+
+
+def test_watch_queues_and_failing_sources_are_gauged(
+    client: TestClient, api_user: ApiUser, db: Session
+) -> None:
+    before = gauges(client)
+    now = utcnow()
+    account = api_user.account_id
+    feed = Feed(id=new_ulid(), account_id=account, name="Gauged")
+    watch = Watch(id=new_ulid(), account_id=account, name="Gauged")
+    db.add_all([feed, watch])
+    db.flush()
+    action = WatchAction(
+        id=new_ulid(), account_id=account, watch_id=watch.id, kind="webhook", rank=0, config={}
+    )
+    db.add(action)
+    db.flush()
+
+    def run(state: str, *, completed: bool = False) -> WatchActionRun:
+        return WatchActionRun(
+            id=new_ulid(),
+            account_id=account,
+            watch_id=watch.id,
+            action_id=action.id,
+            feed_item_id=new_ulid(),
+            feed_id=feed.id,
+            kind="webhook",
+            state=state,
+            created_at=now,
+            scheduled_at=now,
+            started_at=now if state != "pending" else None,
+            completed_at=now if completed else None,
+        )
+
+    def delivery(state: str) -> WatchActionDelivery:
+        return WatchActionDelivery(
+            id=new_ulid(),
+            account_id=account,
+            watch_id=watch.id,
+            action_id=action.id,
+            delivery="instant",
+            method="POST",
+            state=state,
+            created_at=now,
+            started_at=now,
+            completed_at=None if state == "pending" else now,
+        )
+
+    def source(n: int, failures: int) -> Source:
+        return Source(
+            id=new_ulid(),
+            account_id=account,
+            feed_id=feed.id,
+            kind="rss",
+            spec={"kind": "rss", "url": f"https://example.com/{n}.xml"},
+            spec_hash=f"{n:064d}",
+            display=f"Source {n}",
+            start_at=now,
+            consecutive_failures=failures,
+            retry_at=now + timedelta(minutes=10) if failures else None,
+        )
+
+    db.add_all(
+        [
+            *(run("pending") for _ in range(3)),
+            *(run("running") for _ in range(2)),
+            # A failed run with an attempt left waits for its retry; one whose attempts are spent is done.
+            run("failed"),
+            run("failed", completed=True),
+            run("succeeded", completed=True),
+            run("gated", completed=True),
+            *(delivery("pending") for _ in range(4)),
+            delivery("succeeded"),
+            delivery("failed"),
+            source(1, failures=3),
+            source(2, failures=1),
+            source(3, failures=0),
+        ]
+    )
+    db.commit()  # the scrape reads through its own session (a savepoint here)
+    after = gauges(client)
+    assert [a - b for a, b in zip(after, before, strict=True)] == [3, 2, 1, 4, 2]
 
 
 def test_metrics_token_is_required_when_set(settings: Settings, session_factory: Any) -> None:

@@ -141,6 +141,15 @@ def slow(seconds: float, then: Handler) -> Handler:
     return handle
 
 
+class LoopbackServer(ThreadingHTTPServer):
+    """A thread per connection, with room in the listen queue for a worker's whole batch of calls at
+    once (socketserver's default backlog of 5 makes the kernel drop connections past it, and the
+    client sees a read error: a failure of the test's server, not of the code under test)."""
+
+    request_queue_size = 128
+    daemon_threads = True
+
+
 def _server(upstream_ref: list[Upstream]) -> type[BaseHTTPRequestHandler]:
     class RequestHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -169,8 +178,7 @@ def _server(upstream_ref: list[Upstream]) -> type[BaseHTTPRequestHandler]:
 @pytest.fixture
 def upstream() -> Iterator[Upstream]:
     ref: list[Upstream] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _server(ref))
-    server.daemon_threads = True
+    server = LoopbackServer(("127.0.0.1", 0), _server(ref))
     ref.append(Upstream("127.0.0.1", server.server_address[1]))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()

@@ -17,7 +17,11 @@ RUN_STATES = ("pending", "running", "succeeded", "gated", "failed", "errored", "
 TERMINAL_RUN_STATES = ("succeeded", "gated", "failed", "errored", "skipped")
 DELIVERY_STATES = ("pending", "succeeded", "errored", "failed")
 
-_QUEUED = "state IN ('pending', 'failed') AND completed_at IS NULL"
+# The predicates of the partial indexes, also for queries that must match them word for word (a bound
+# parameter in place of a literal state does not prove a partial index usable once a plan is generic).
+QUEUED_RUNS = "state IN ('pending', 'failed') AND completed_at IS NULL"
+RUNNING_RUNS = "state = 'running'"
+PENDING_DELIVERIES = "state = 'pending'"
 
 
 class WatchActionRun(Base):
@@ -31,15 +35,15 @@ class WatchActionRun(Base):
             "ix_watch_action_runs_due",
             "scheduled_at",
             "id",
-            postgresql_where=text(_QUEUED),
-            sqlite_where=text(_QUEUED),
+            postgresql_where=text(QUEUED_RUNS),
+            sqlite_where=text(QUEUED_RUNS),
         ),
         # The sweep's question: which runs were left running?
         Index(
             "ix_watch_action_runs_running",
             "started_at",
-            postgresql_where=text("state = 'running'"),
-            sqlite_where=text("state = 'running'"),
+            postgresql_where=text(RUNNING_RUNS),
+            sqlite_where=text(RUNNING_RUNS),
         ),
         # An action's activity, newest first, and its summary (by completion time; null is backlog).
         Index("ix_watch_action_runs_action_id_id", "action_id", "id"),
@@ -74,7 +78,17 @@ class WatchActionRun(Base):
 
 class WatchActionDelivery(Base):
     __tablename__ = "watch_action_deliveries"
-    __table_args__ = (Index("ix_watch_action_deliveries_action_id_id", "action_id", "id"),)
+    __table_args__ = (
+        Index("ix_watch_action_deliveries_action_id_id", "action_id", "id"),
+        # Calls in flight: the sweep's question (which were left pending?) and the queue gauge's. The
+        # table keeps every attempt ever made, so without it both read all of it.
+        Index(
+            "ix_watch_action_deliveries_pending",
+            "started_at",
+            postgresql_where=text(PENDING_DELIVERIES),
+            sqlite_where=text(PENDING_DELIVERIES),
+        ),
+    )
 
     id: Mapped[str] = mapped_column(String(26), primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))

@@ -5,10 +5,8 @@ chosen moment."""
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,28 +21,11 @@ from app.kit.time import utcnow
 from app.models import WatchActionRun
 from app.watches.drain import RunDrain
 from app.watches.run_queue import enqueue_first_runs
+from tests.fake_engine import FakeEngine
 from tests.feeds.conftest import make_feed, rss
 from tests.upstream import Upstream
-from tests.watches.fake_engine import FakeEngine, handler_for
 
 __all__ = ["make_feed", "rss"]
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeEngine]:
-    ref: list[FakeEngine] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), None)  # type: ignore[arg-type]
-    fake = FakeEngine("127.0.0.1", server.server_address[1])
-    ref.append(fake)
-    server.RequestHandlerClass = handler_for(fake)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

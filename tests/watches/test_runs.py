@@ -26,6 +26,7 @@ from app.models import Account, Feed, FeedItem, Watch, WatchAction, WatchActionR
 from app.watches.drain import RunDrain
 from app.watches.run_queue import Outcome, claim_runs, enqueue_first_runs, record_outcomes
 from tests.conftest import ApiUser
+from tests.fake_engine import FakeEngine
 from tests.upstream import Upstream
 from tests.watches.conftest import (
     Drain,
@@ -38,7 +39,6 @@ from tests.watches.conftest import (
     runs_of,
     serve_items,
 )
-from tests.watches.fake_engine import FakeEngine
 
 FILTER = {"kind": "semantic_filter", "config": {"instructions": "Rust news", "fetch_external_content": False}}
 

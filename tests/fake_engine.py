@@ -1,16 +1,23 @@
 """A fake OpenAI-compatible engine: a real HTTP server on loopback that answers `/v1/models` and
 `/v1/chat/completions` the way Ollama or vLLM would, scoring and extracting by markers in the item text
-(`score=0.93`, `[name=value]`), or misbehaving on demand (down, prose, an out-of-range score, hanging)."""
+(`score=0.93`, `[name=value]`), or misbehaving on demand (down, prose, an out-of-range score, hanging).
+The `llm` fixture serves one (a plugin of tests/conftest.py, so every test folder may use it)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import re
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+import pytest
+
+from tests.upstream import LoopbackServer
 
 SCORE = re.compile(r"score=([0-9.eE+-]+)")
 FIELD = re.compile(r"\[([A-Za-z_][A-Za-z0-9_]*)=([^\]]*)\]")
@@ -99,3 +106,18 @@ def handler_for(engine: FakeEngine) -> type[BaseHTTPRequestHandler]:
                 self._send(status, payload)
 
     return Handler
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeEngine]:
+    # The handler class needs the engine, and the engine needs the server's port: set it after.
+    server = LoopbackServer(("127.0.0.1", 0), None)  # type: ignore[arg-type]
+    fake = FakeEngine("127.0.0.1", server.server_address[1])
+    server.RequestHandlerClass = handler_for(fake)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
