@@ -39,7 +39,6 @@ import logging
 import multiprocessing
 import os
 import signal
-import socket
 import sys
 import time
 from collections import Counter
@@ -51,16 +50,13 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
+from api import free_port, prepare_database, say  # noqa: E402
 from sqlalchemy import func, insert, select  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
 
 from app.config import Settings  # noqa: E402
 from app.db import create_db_engine, make_session_factory, transaction  # noqa: E402
 from app.identity.accounts import create_user  # noqa: E402
 from app.kit.ids import new_ulid  # noqa: E402
-from app.migrate import upgrade_to_head  # noqa: E402
 from app.models import (  # noqa: E402
     Feed,
     FeedItem,
@@ -77,10 +73,6 @@ DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bench_watch
 TARGET_RUNS = 500.0
 TARGET_DELIVERIES = 300.0
 LANES = 2
-
-
-def say(message: str) -> None:
-    print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
 # ----------------------------------------------------------------------------------------- servers
@@ -168,40 +160,7 @@ def serve_receiver(port: int, ready: Any, tally_path: str) -> None:
     _serve(port, ready, answer, on_exit=dump)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 # -------------------------------------------------------------------------------------- database
-
-
-def libpq_conninfo(url: str, database: str) -> str:
-    parsed = make_url(url)
-    parts = {
-        "host": parsed.host or "127.0.0.1",
-        "port": str(parsed.port or 5432),
-        "user": parsed.username or "postgres",
-        "dbname": database,
-    }
-    if parsed.password:
-        parts["password"] = parsed.password
-    return " ".join(f"{k}={v}" for k, v in parts.items())
-
-
-def prepare_database(url: str) -> None:
-    name = make_url(url).database
-    assert name, "the database URL must name a database"
-    with psycopg.connect(libpq_conninfo(url, "postgres"), autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            say(f"creating database {name}")
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    with psycopg.connect(libpq_conninfo(url, name), autocommit=True) as conn:
-        conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
-        conn.execute("CREATE SCHEMA public")
-    say("migrating to head")
-    upgrade_to_head(url)
 
 
 def seed(factory: Any, items: int, hook_url: str) -> tuple[list[str], float]:

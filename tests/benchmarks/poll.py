@@ -30,7 +30,6 @@ import json
 import multiprocessing
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -43,10 +42,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
+from api import free_port, prepare_database, say  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
 
 from app.config import Settings  # noqa: E402
 from app.db import create_db_engine, make_session_factory, transaction  # noqa: E402
@@ -56,17 +53,12 @@ from app.feeds.source_service import new_source  # noqa: E402
 from app.feeds.specs import SourceInput, spec_hash  # noqa: E402
 from app.identity.accounts import create_user  # noqa: E402
 from app.kit.ids import new_ulid  # noqa: E402
-from app.migrate import upgrade_to_head  # noqa: E402
 from app.models import Feed, FeedItem  # noqa: E402
 from app.watches.run_queue import enqueue_first_runs  # noqa: E402
 
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bench_feeds"
 TARGET_RATIO = 0.5  # the whole cycle at least half the parser-alone throughput
 EPOCH = datetime(2026, 11, 1, tzinfo=UTC)
-
-
-def say(message: str) -> None:
-    print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------------------- documents
@@ -130,40 +122,7 @@ def serve(port: int, feeds: int, items: int, ready: Any) -> None:
     asyncio.run(main())
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 # -------------------------------------------------------------------------------------- database
-
-
-def libpq_conninfo(url: str, database: str) -> str:
-    parsed = make_url(url)
-    parts = {
-        "host": parsed.host or "127.0.0.1",
-        "port": str(parsed.port or 5432),
-        "user": parsed.username or "postgres",
-        "dbname": database,
-    }
-    if parsed.password:
-        parts["password"] = parsed.password
-    return " ".join(f"{k}={v}" for k, v in parts.items())
-
-
-def prepare_database(url: str) -> None:
-    name = make_url(url).database
-    assert name, "the database URL must name a database"
-    with psycopg.connect(libpq_conninfo(url, "postgres"), autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            say(f"creating database {name}")
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    with psycopg.connect(libpq_conninfo(url, name), autocommit=True) as conn:
-        conn.execute("DROP SCHEMA IF EXISTS public CASCADE")
-        conn.execute("CREATE SCHEMA public")
-    say("migrating to head")
-    upgrade_to_head(url)
 
 
 def seed_feeds(factory: Any, base: str, feeds: int) -> None:
