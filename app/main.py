@@ -14,7 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.authroutes import account_pages, api_auth, oauth, v1_auth
+from app.authroutes import account_pages, api_auth, device_page, oauth, v1_auth
 from app.config import Settings
 from app.db import (
     create_db_engine,
@@ -162,7 +162,8 @@ def create_app(
     # Each feature's routes go straight into the app: a router of routers costs a match per level.
     for router in mail_routers:
         app.include_router(router)
-    for router in (v1_auth.router, *feed_routers, api_auth.router, oauth.router, account_pages.router):
+    pages = (account_pages.router, device_page.router)
+    for router in (v1_auth.router, *feed_routers, api_auth.router, oauth.router, *pages):
         app.include_router(router)
     for router in watch_routers:
         app.include_router(router)

@@ -15,6 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.background import BackgroundTask
 
+from app.authroutes.device_page import DEVICE_PATH
 from app.config import Settings
 from app.db import SessionDep
 from app.identity.auth_errors import AuthCode
@@ -329,7 +330,8 @@ def start_device(request: Request, db: SessionDep) -> DeviceSessionOut:
     return DeviceSessionOut(
         device_code=started.device_code,
         user_code=started.user_code,
-        verification_uri=f"{base}/v1/auth/device-sessions/{started.user_code}/complete",
+        # The page where a person signed in on this service types the code (/account/device).
+        verification_uri=f"{base}{DEVICE_PATH}",
         expires_in=started.expires_in,
         interval=started.interval,
     )
