@@ -1,6 +1,6 @@
 """A person in headless Chromium (Debian's `chromium`, driven by Playwright; no browser is downloaded):
 signing in on the OAuth consent page, approving, the client exchanging the code and calling the email
-API; and creating and revoking a token on /account/tokens."""
+API; creating and revoking a token on /account/tokens; and approving a command line on /account/device."""
 
 from __future__ import annotations
 
@@ -169,3 +169,28 @@ def test_create_and_revoke_a_token_on_the_tokens_page(
     page.get_by_role("button", name="Revoke my laptop").click()
     page.wait_for_selector("text=You have no tokens")
     assert httpx.get(f"{server}/me", headers=bearer).status_code == 401
+
+
+def test_a_person_approves_a_command_line_on_the_device_page(
+    browser: Any, server: str, person: CommittedPerson, tmp_path: Path
+) -> None:
+    started = httpx.post(f"{server}/v1/auth/device-sessions").json()
+    assert started["verification_uri"] == f"{server}/account/device"
+    page = browser.new_page()
+    # As the command line tells the person: open the page, sign in, type the code.
+    page.goto(started["verification_uri"])
+    page.get_by_label("Username").fill(person.username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_selector("h1:has-text('Sign in a command line')")
+    page.get_by_label("Code").fill(started["user_code"].lower().replace("-", ""))
+    page.screenshot(path=str(tmp_path / "device.png"))
+    page.get_by_role("button", name="Approve").click()
+    page.wait_for_selector("h1:has-text('Command line approved')")
+    answer = httpx.post(
+        f"{server}/v1/auth/device-sessions/token", json={"device_code": started["device_code"]}
+    )
+    assert answer.status_code == 200, answer.text
+    token = answer.json()["access_token"]
+    me = httpx.get(f"{server}/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+    assert me.status_code == 200 and me.json()["id"] == person.user_id
