@@ -101,20 +101,23 @@ async def bearer_principal(request: Request) -> Principal | None:
     return await lookup.find(token, fresh=writing)
 
 
-def _session_principal(factory: sessionmaker[Session], token: str) -> Principal | None:
+def _session_principal(factory: sessionmaker[Session], token: str) -> tuple[Principal | None, bool]:
+    """The session's principal, and whether its expiry was pushed back (once a day of use)."""
     with factory() as db:
         signed_in = find_session(db, token)
         if signed_in is None:
             db.commit()  # an expired session found is deleted on the way
-            return None
+            return None, False
         account = db.get(Account, signed_in.user.account_id)
         principal = principal_of(signed_in.user, account) if account is not None else None
+        extended = principal is not None and extend_if_due(db, signed_in)
         db.commit()
-        return principal
+        return principal, extended
 
 
-async def cookie_principal(request: Request) -> Principal | None:
-    """The session cookie's user, or None (no cookie, a forged one, or an ended session)."""
+async def cookie_principal(request: Request, response: Response) -> Principal | None:
+    """The session cookie's user, or None (no cookie, a forged one, or an ended session). A session
+    in use is extended once a day, as on /api/auth, and the cookie is sent again with it."""
     if SESSION_COOKIE not in request.cookies:
         return None
     settings: Settings = request.app.state.settings
@@ -123,17 +126,20 @@ async def cookie_principal(request: Request) -> Principal | None:
         return None
     check_cookie_origin(request)
     factory: sessionmaker[Session] = request.app.state.write_session_factory
-    return await run_in_threadpool(_session_principal, factory, token)
+    principal, extended = await run_in_threadpool(_session_principal, factory, token)
+    if extended:
+        set_session_cookie(response, token, settings, remember=True)
+    return principal
 
 
-async def current_v1_user(request: Request) -> Principal:
+async def current_v1_user(request: Request, response: Response) -> Principal:
     """The caller of a /v1 route: a personal access token (`Authorization: Bearer tdg_...`) or, without
     one, the session cookie `tidings.session_token` of /v1/auth/login or /api/auth. A write carried by
     the cookie must come from this service's own pages (the Origin guard of /api/auth), so another
     site cannot ride a session."""
     principal = await bearer_principal(request)
     if principal is None and bearer_token(request) is None:
-        principal = await cookie_principal(request)
+        principal = await cookie_principal(request, response)
     if principal is None:
         raise V1Unauthenticated()
     return principal

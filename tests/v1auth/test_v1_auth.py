@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.identity.session_cookie import SESSION_COOKIE
-from app.models import PersonalToken, User
+from app.kit.time import utcnow
+from app.models import PersonalToken, User, UserSession
 from tests.authroutes.conftest import ORIGIN, PASSWORD, SAME_ORIGIN, Person
 
 
@@ -82,6 +84,22 @@ def test_feed_routes_accept_the_cookie(auth_client: TestClient, member: Person) 
         "/v1/feeds", json={"name": "by cookie", "kind": "curated", "sources": []}, headers=SAME_ORIGIN
     )
     assert created.status_code in (200, 201), created.text
+
+
+def test_a_session_used_on_v1_is_extended_once_a_day(
+    auth_client: TestClient, member: Person, db: Session
+) -> None:
+    login(auth_client, member)
+    five_days_left = utcnow() + timedelta(days=5)
+    db.execute(update(UserSession).values(expires_at=five_days_left))
+    db.commit()
+    response = auth_client.get("/v1/feeds")
+    assert response.status_code == 200
+    assert "Max-Age=604800" in response.headers["set-cookie"]
+    db.expire_all()
+    assert db.scalars(select(UserSession.expires_at)).one() > utcnow() + timedelta(days=6, hours=23)
+    # Within the day it is not written again.
+    assert "set-cookie" not in auth_client.get("/v1/feeds").headers
 
 
 def test_cookie_writes_need_this_services_origin(auth_client: TestClient, member: Person) -> None:
