@@ -74,6 +74,8 @@ class UserSession(Timestamped, Base):
     """A signed-in browser or client (better-auth's `session`): the cookie `tidings.session_token`."""
 
     __tablename__ = "sessions"
+    # The hourly purge (app/identity/jobs.py) finds expired rows by this.
+    __table_args__ = (Index("ix_sessions_expires_at", "expires_at"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
@@ -92,6 +94,8 @@ class DeviceSession(Timestamped, Base):
     token is issued. Both codes are stored only as SHA-256 hashes."""
 
     __tablename__ = "device_sessions"
+    # The hourly purge (app/identity/jobs.py) finds expired rows by this.
+    __table_args__ = (Index("ix_device_sessions_expires_at", "expires_at"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     device_code_hash: Mapped[str] = mapped_column(String(64), unique=True)

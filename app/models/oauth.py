@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String, Text
+from sqlalchemy import ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, Timestamped
+
+NO_REFRESH_TOKEN = text("refresh_token_hash IS NULL")
 
 
 class OAuthClient(Timestamped, Base):
@@ -27,6 +29,8 @@ class OAuthClient(Timestamped, Base):
 
 class OAuthAuthorizationCode(Base):
     __tablename__ = "oauth_authorization_codes"
+    # The hourly purge (app/identity/jobs.py) finds expired codes by this.
+    __table_args__ = (Index("ix_oauth_authorization_codes_expires_at", "expires_at"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     code_hash: Mapped[str] = mapped_column(String(64), unique=True)
@@ -47,6 +51,18 @@ class OAuthToken(Base):
     """An access token and its refresh token. Refreshing revokes the row and issues a new one."""
 
     __tablename__ = "oauth_tokens"
+    # The hourly purge (app/identity/jobs.py) deletes a row once its refresh token has expired, or, for a
+    # row without one, once its access token has. Partial, because nearly every row has a refresh token
+    # and an access token an hour old: a plain index on access_expires_at would match almost all of them.
+    __table_args__ = (
+        Index("ix_oauth_tokens_refresh_expires_at", "refresh_expires_at"),
+        Index(
+            "ix_oauth_tokens_access_expires_at_no_refresh",
+            "access_expires_at",
+            postgresql_where=NO_REFRESH_TOKEN,
+            sqlite_where=NO_REFRESH_TOKEN,
+        ),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     client_id: Mapped[int] = mapped_column(ForeignKey("oauth_clients.id", ondelete="CASCADE"), index=True)
