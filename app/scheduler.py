@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.feeds.jobs import FeedJobs
+from app.identity.jobs import IdentityJobs
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import Transport, describe_transport, make_transport
 from app.mail.sending.worker import SendConfig, SendWorker
@@ -102,12 +103,16 @@ class Scheduler:
             return 0  # never a reason to run again at once
 
         feed_jobs = [Job(name, interval, run) for name, interval, run in self._feed_jobs().jobs()]
+        identity_jobs = [
+            Job(name, interval, run) for name, interval, run in IdentityJobs(self.session_factory).jobs()
+        ]
         watch_jobs = [Job(name, interval, run) for name, interval, run in self._watch_jobs().jobs()]
 
         sweep = min(LEASE_SWEEP_SECONDS, max(1.0, self.settings.send_lease_seconds / 2))
         return [
             *feed_jobs,
             *watch_jobs,
+            *identity_jobs,
             Job("campaign fan-out", 1.0, fan_out),
             Job("send lease sweep", sweep, release_leases),
             *[Job(f"send lane {n}", 0.5, worker.run_once) for n in range(max(1, self.settings.send_lanes))],
