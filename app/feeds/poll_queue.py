@@ -14,6 +14,7 @@ queue's.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from app.db import skip_locked, upsert
-from app.feeds.connectors.base import ConnectorError, Fetched, SourceJob
+from app.feeds.connectors.base import ConnectorError, Fetched, Observation, SourceJob
 from app.kit.ids import new_ulid, ulid_floor
 from app.models import Feed, FeedItem, Source
 
@@ -126,7 +127,6 @@ def claim_due_feeds(session: Session, now: datetime, limit: int, lease: timedelt
                 field_map={**default_map, **(source.field_map or {})},
                 meta=source.meta or {},
                 since=lower_bound(source, row.retention_days, now),
-                primed=source.last_polled_at is not None,
                 etag=source.etag,
                 last_modified=source.last_modified,
             )
@@ -150,10 +150,34 @@ def backoff(failures: int, interval_seconds: int, retry_after: float | None) -> 
     return delay
 
 
-def _item_rows(claim: ClaimedFeed, job: SourceJob, fetched: Fetched) -> list[dict[str, Any]]:
+def _unseen_undated(source: Source, fetched: Fetched) -> list[Observation]:
+    """The document's entries less the undated ones it already listed last time, and the source's memory
+    of its undated entries replaced by this document's. An undated entry has no date to hold against
+    the watermark, so "new" means "not in the previous document": one that retention pruned while the
+    feed still lists it stays old, and the first document (live mode: entries that were there before
+    the source) yields none. Call it before the poll marks the source polled."""
+    listed = {_digest(o.external_id): o for o in fetched.observations if o.occurred_at is None}
+    seen_before = set(source.undated_seen or ())
+    first_poll = source.last_polled_at is None
+    if list(listed) != source.undated_seen:
+        source.undated_seen = list(listed)
+    return [
+        o
+        for o in fetched.observations
+        if o.occurred_at is not None or not (first_poll or _digest(o.external_id) in seen_before)
+    ]
+
+
+def _digest(external_id: str) -> str:
+    # 16 hex digits a remembered id, whatever the id's length (up to 500 characters): a feed's few
+    # hundred undated entries stay a few kilobytes on the source row.
+    return hashlib.blake2b(external_id.encode(), digest_size=8).hexdigest()
+
+
+def _item_rows(claim: ClaimedFeed, job: SourceJob, observations: list[Observation]) -> list[dict[str, Any]]:
     # Oldest first, each a fresh ULID: the item log (by id, descending) then reads newest first.
     rows = []
-    for observation in fetched.observations:
+    for observation in observations:
         data = observation.data
         if job.meta:
             data = {**data, "meta": dict(job.meta)}
@@ -231,6 +255,7 @@ def _apply_poll(
             errors.append(f"{source.display}: {outcome.error.message}")
             continue
         fetched = outcome.fetched or Fetched()
+        observations = fetched.observations if fetched.not_modified else _unseen_undated(source, fetched)
         succeeded += 1
         if source.consecutive_failures:
             source.consecutive_failures = 0
@@ -245,7 +270,7 @@ def _apply_poll(
             newest = min(newest, now)
             if source.last_event_at is None or newest > source.last_event_at:
                 source.last_event_at = newest
-        rows.extend(_item_rows(claim, outcome.job, fetched))
+        rows.extend(_item_rows(claim, outcome.job, observations))
     feed.last_polled_at = now
     feed.lease_until = None
     feed.lease_token = None

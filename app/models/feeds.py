@@ -88,6 +88,10 @@ class Source(Timestamped, Base):
     consecutive_failures: Mapped[int] = mapped_column(default=0)
     # A failing source is not fetched again before this moment (exponential backoff, Retry-After).
     retry_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Digests of the external ids of the undated entries in the last document fetched. An undated
+    # entry is new only when it was not there last time: without a date, nothing else tells an entry
+    # that retention pruned (still listed by its feed) from one just published.
+    undated_seen: Mapped[list[str]] = mapped_column(JsonValue, default=list, server_default=text("'[]'"))
 
 
 class FeedItem(Base):

@@ -170,7 +170,7 @@ def parser_alone(documents: list[bytes]) -> dict[str, Any]:
             d, sanitize_html=False, resolve_relative_uris=False
         ),
         "tidings_parse_step": lambda d: parse_document(
-            d, "utf-8", feed_url="https://example.com/", field_map={}, since=since, primed=True
+            d, "utf-8", feed_url="https://example.com/", field_map={}, since=since
         ),
     }
     figures: dict[str, Any] = {}

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -181,21 +181,46 @@ def test_wrong_and_missing_charsets_are_read_right(
     assert titles == ["Café naïve", "Café naïve", "Café \u2603"]
 
 
-def test_undated_entries_count_from_the_second_poll(
+def test_undated_entries_count_when_they_first_appear_after_the_first_poll(
     client: TestClient, api_user: ApiUser, upstream: Upstream, poll: Poll
 ) -> None:
+    # Live mode: the undated entries listed when the source starts were there before it.
     upstream.serve("/feed.xml", rss([("u1", "Undated", None), ("42", "Numeric guid", None)]))
     feed = make_feed(client, api_user.headers, [rss_source(upstream)])
     poll(at=later(1))
     assert items_of(client, api_user.headers, feed["id"]) == []
     upstream.serve(
-        "/feed.xml", rss([("u1", "Undated", None), ("42", "Numeric guid", None), ("u2", "New", None)])
+        "/feed.xml",
+        rss([("u1", "Undated", None), ("42", "Numeric guid", None), ("u2", "New", None), ("43", "N", None)]),
     )
     poll(at=later(10))
     items = items_of(client, api_user.headers, feed["id"])
-    # A numeric guid is not taken for a date (it would be the year 2042).
-    assert {i["external_id"] for i in items} == {"u1", "42", "u2"}
+    # A numeric guid is not taken for a date (it would be the year 2043).
+    assert {i["external_id"] for i in items} == {"u2", "43"}
     assert all(i["occurred_at"] is None for i in items)
+
+
+def test_an_undated_entry_pruned_by_retention_is_not_new_again(
+    client: TestClient, api_user: ApiUser, upstream: Upstream, poll: Poll, db: Session
+) -> None:
+    """Retention prunes by store time; an undated entry the feed still lists must not come back as a
+    new item (a watch would run on it again) once its stored row is gone."""
+    upstream.serve("/feed.xml", rss([]))
+    feed = make_feed(client, api_user.headers, [rss_source(upstream)], data={"retention_days": 2})
+    poll(at=later(1))
+    upstream.serve("/feed.xml", rss([("static", "Always listed", None)]))
+    poll(at=later(10))
+    assert [i["external_id"] for i in items_of(client, api_user.headers, feed["id"])] == ["static"]
+    poll(at=later(days=3))  # pruned: stored more than two days ago
+    assert items_of(client, api_user.headers, feed["id"]) == []
+    poll(at=later(days=4))
+    assert items_of(client, api_user.headers, feed["id"]) == []
+    # A longer retention, so what the next poll stores stays to be seen: a new undated entry counts.
+    db.execute(update(Feed).where(Feed.id == feed["id"]).values(retention_days=365))
+    db.commit()
+    upstream.serve("/feed.xml", rss([("static", "Always listed", None), ("fresh", "Fresh", None)]))
+    poll(at=later(days=5))
+    assert {i["external_id"] for i in items_of(client, api_user.headers, feed["id"])} == {"fresh"}
 
 
 def test_the_items_cursor(client: TestClient, api_user: ApiUser, upstream: Upstream, poll: Poll) -> None:

@@ -49,8 +49,6 @@ class SourceJob:
     meta: Mapping[str, str]
     # Items that occurred at or before this moment are not wanted (live start, backfill, retention).
     since: datetime
-    # Whether the source was polled successfully before: undated items only count from then on.
-    primed: bool
     etag: str | None = None
     last_modified: str | None = None
 

@@ -164,9 +164,9 @@ def parse_document(
     feed_url: str,
     field_map: Mapping[str, str],
     since: datetime,
-    primed: bool,
 ) -> list[Observation]:
-    """The wanted entries of a document, oldest first (undated ones last). CPU-bound: run off the loop."""
+    """The wanted entries of a document, oldest first, then every undated one (the poll keeps those not
+    in the source's previous document: see poll_queue). CPU-bound: run off the loop."""
     if not body.strip():
         raise ConnectorError("the response is empty: not an RSS or Atom feed")
     try:
@@ -182,10 +182,7 @@ def parse_document(
         observation = entry_observation(entry, feed_url=feed_url, field_map=field_map)
         if observation is None:
             continue
-        if observation.occurred_at is None:
-            if not primed:
-                continue
-        elif observation.occurred_at <= since:
+        if observation.occurred_at is not None and observation.occurred_at <= since:
             continue
         observations.append(observation)
     epoch = datetime.min.replace(tzinfo=UTC)
@@ -241,7 +238,6 @@ class RssConnector:
                 feed_url=url,
                 field_map=job.field_map,
                 since=job.since,
-                primed=job.primed,
             )
         )
         return Fetched(
