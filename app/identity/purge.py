@@ -21,6 +21,9 @@ BATCH_SIZE = 1000
 # an instant before its expiry may still be writing to it (extending the session, consuming the device
 # session, linking the new token to its code), and would otherwise fail or lose the chain link.
 GRACE = timedelta(minutes=10)
+# An expired device session stays a while longer, so a command line still polling past the expiry hears
+# `expired_token` (RFC 8628) rather than `invalid_grant` for a code that no longer exists.
+DEVICE_SESSION_AFTERLIFE = timedelta(hours=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +43,12 @@ def purge_expired(
 ) -> Purged:
     """Delete what expired before `before` (the job passes now minus GRACE)."""
     sessions = _purge(session_factory, UserSession, UserSession.expires_at < before, batch_size)
-    device_sessions = _purge(session_factory, DeviceSession, DeviceSession.expires_at < before, batch_size)
+    device_sessions = _purge(
+        session_factory,
+        DeviceSession,
+        DeviceSession.expires_at < before - DEVICE_SESSION_AFTERLIFE,
+        batch_size,
+    )
     # A revoked row whose refresh token has not expired stays: presenting that refresh token again is how
     # reuse is detected (server.RotatingRefreshGrant revokes the row's whole chain), so the row must still
     # be found by its hash. Once the refresh token has expired, or for a row without one once the access

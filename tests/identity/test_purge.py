@@ -162,10 +162,12 @@ def test_expired_device_sessions_go_consumed_or_not_and_live_ones_stay(
     add_device_session(db, PAST, user=user, consumed=True)
     pending = add_device_session(db, FUTURE)
     consumed = add_device_session(db, FUTURE, user=user, consumed=True)
+    # Expired half an hour ago: kept an hour, so a late poll still hears `expired_token`.
+    lately = add_device_session(db, NOW - timedelta(minutes=30))
     db.commit()
     purged = purge_expired(session_factory, NOW)
     assert purged.device_sessions == 3
-    assert ids(db, DeviceSession) == {pending, consumed}
+    assert ids(db, DeviceSession) == {pending, consumed, lately}
 
 
 def test_tokens_go_only_when_they_can_no_longer_be_used_or_recognised(
