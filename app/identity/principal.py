@@ -66,25 +66,31 @@ def principal_of(user: User, account: Account) -> Principal:
     )
 
 
+# The user and account columns both token queries read, in the order the principal is built from.
+_PRINCIPAL_COLUMNS = (
+    User.id,
+    User.account_id,
+    User.email,
+    User.name,
+    User.is_staff,
+    User.created_at,
+    User.updated_at,
+    Account.plan,
+    Account.contact_limit,
+    Account.contacts_count,
+    Account.contacts_version,
+    Account.timezone,
+    Account.warmup_until,
+)
+
+
 def by_token_hash() -> Select[Any]:
     """The one query behind bearer-token authentication; `token_hash` is its only parameter."""
     query: Select[Any] = (
         select(  # type: ignore[assignment]
             PersonalToken.id,
             PersonalToken.last_used_at,
-            User.id,
-            User.account_id,
-            User.email,
-            User.name,
-            User.is_staff,
-            User.created_at,
-            User.updated_at,
-            Account.plan,
-            Account.contact_limit,
-            Account.contacts_count,
-            Account.contacts_version,
-            Account.timezone,
-            Account.warmup_until,
+            *_PRINCIPAL_COLUMNS,
         )
         .join(User, User.id == PersonalToken.user_id)
         .join(Account, Account.id == User.account_id)
@@ -100,19 +106,7 @@ def by_oauth_access_token_hash() -> Select[Any]:
         select(  # type: ignore[assignment]
             null().label("token_id"),
             null().label("token_last_used_at"),
-            User.id,
-            User.account_id,
-            User.email,
-            User.name,
-            User.is_staff,
-            User.created_at,
-            User.updated_at,
-            Account.plan,
-            Account.contact_limit,
-            Account.contacts_count,
-            Account.contacts_version,
-            Account.timezone,
-            Account.warmup_until,
+            *_PRINCIPAL_COLUMNS,
         )
         .select_from(OAuthToken)
         .join(User, User.id == OAuthToken.user_id)
