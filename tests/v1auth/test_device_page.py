@@ -123,3 +123,25 @@ def test_the_page_takes_no_posts_from_other_sites(
     forged = submit(auth_client, started["user_code"], Origin="https://evil.example")
     assert forged.status_code == 403
     assert poll(command_line, started["device_code"]).json()["error"] == "authorization_pending"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("multipart/form-data; boundary=xyz", b"garbage--xyz\r\n\r\n"),
+        ("multipart/form-data", b"\x00\x01"),
+        ("application/x-www-form-urlencoded", b"%%%\xff\xfe=1&&="),
+        ("application/json", b'{"user_code": "BCDF-GHJK", "decision": "approve"}'),
+        ("text/plain", b"\xff" * 100),
+    ],
+)
+def test_garbage_bodies_are_4xx_and_approve_nothing(
+    auth_client: TestClient, command_line: TestClient, member: Person, content_type: str, body: bytes
+) -> None:
+    started = start(command_line)
+    sign_in(auth_client, member)
+    response = auth_client.post(
+        "/account/device", content=body, headers={**SAME_ORIGIN, "Content-Type": content_type}
+    )
+    assert 400 <= response.status_code < 500
+    assert poll(command_line, started["device_code"]).json()["error"] == "authorization_pending"
