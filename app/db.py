@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,11 +12,12 @@ from anyio import CancelScope
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from psycopg_pool import AsyncConnectionPool
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import ColumnElement, Engine, any_, bindparam, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import psycopg
 from sqlalchemy.engine import make_url
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
+from sqlalchemy.types import TypeEngine
 
 # Execution option a session sets to open its SQLite transaction with BEGIN IMMEDIATE. A write that
 # starts as a read under a deferred BEGIN fails with SQLITE_BUSY_SNAPSHOT when another writer committed
@@ -108,6 +109,20 @@ def skip_locked(session: Session) -> dict[str, Any]:
     if session.get_bind().dialect.name == "postgresql":
         return {"skip_locked": True}
     return {}
+
+
+def among(
+    session: Session,
+    column: ColumnElement[Any] | InstrumentedAttribute[Any],
+    values: Sequence[Any],
+    element_type: TypeEngine[Any],
+) -> ColumnElement[bool]:
+    """`column IN (values)`; on PostgreSQL `= ANY` of one array parameter instead of a parameter a
+    value, which SQLAlchemy and psycopg would otherwise name, convert and send one by one (and psycopg
+    parse afresh for every new count of them)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return column == any_(bindparam(None, list(values), type_=postgresql.ARRAY(element_type)))
+    return column.in_(list(values))
 
 
 def _end(session: Session, commit: bool) -> None:

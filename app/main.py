@@ -7,12 +7,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from app.authroutes import account_pages, api_auth, device_page, oauth, v1_auth
 from app.config import Settings
@@ -78,6 +79,12 @@ def install_error_handlers(app: FastAPI) -> None:
         error = DomainError(404, "Not Found.", code="not_found")
         return JSONResponse(error_body(request, error), status_code=404, headers=rate_headers(request))
 
+    async def on_client_gone(request: Request, exc: Exception) -> Response:
+        # The client hung up while its body was read: nobody is left to answer, and nothing was done.
+        # Not an error of ours, so no traceback; 499 (nginx's "client closed request") in the metrics.
+        log.info("client disconnected during %s %s", request.method, request.url.path)
+        return Response(status_code=499)
+
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         error = DomainError(500, "Server Error.", code="internal_error")
@@ -86,6 +93,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DomainError, on_domain_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_request_validation)
+    app.add_exception_handler(ClientDisconnect, on_client_gone)
     app.add_exception_handler(Exception, on_unexpected)
 
 

@@ -4,6 +4,8 @@ account's contact counter agrees with the rows; deep contact pages stay right as
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -105,3 +107,22 @@ def test_contact_pages_served_from_the_event_loop_follow_changes(
         assert list(page(2)["data"][0]) == list(filtered["data"][0])
         beyond = page(9)
         assert (beyond["data"], beyond["from"], beyond["to"]) == ([], None, None)
+
+
+@pytest.mark.parametrize("path", ["/contacts", "/v1/feeds", "/api/auth/sign-in/username"])
+def test_a_client_that_hangs_up_mid_body_is_no_server_error(
+    server: str, committed_user: tuple[int, str], path: str
+) -> None:
+    """The body promises 1,000 bytes and the client leaves after 10: the server logs no traceback (the
+    fixture fails the test on one) and goes on answering."""
+    _, token = committed_user
+    host, port = server.removeprefix("http://").split(":")
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+        'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"email": '
+    ).encode()
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        raw.sendall(request)
+        time.sleep(0.3)
+    time.sleep(0.3)
+    assert httpx.get(f"{server}/healthz", timeout=10).status_code == 200

@@ -39,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from app.db import skip_locked, upsert
+from app.db import among, skip_locked, upsert
 from app.feeds.connectors.base import ConnectorError, Fetched, Observation, SourceJob
 from app.kit.ids import new_ulid, ulid_floor
 from app.models import Feed, FeedItem, Source
@@ -111,7 +111,10 @@ def claim_due_feeds(session: Session, now: datetime, limit: int, lease: timedelt
     sources: dict[str, list[Source]] = {}
     for source in session.scalars(
         select(Source)
-        .where(Source.feed_id.in_(tokens), or_(Source.retry_at.is_(None), Source.retry_at <= now))
+        .where(
+            among(session, Source.feed_id, list(tokens), String()),
+            or_(Source.retry_at.is_(None), Source.retry_at <= now),
+        )
         .order_by(Source.id)
     ):
         sources.setdefault(source.feed_id, []).append(source)
@@ -212,12 +215,16 @@ def record_polls(
     feeds = {
         feed.id: feed
         for feed in session.scalars(
-            select(Feed).where(Feed.id.in_(tokens)).order_by(Feed.id).with_for_update()
+            select(Feed)
+            .where(among(session, Feed.id, list(tokens), String()))
+            .order_by(Feed.id)
+            .with_for_update()
         )
         if feed.lease_token == tokens[feed.id]
     }
     job_ids = [outcome.job.source_id for result in results for outcome in result.outcomes]
-    live = {source.id: source for source in session.scalars(select(Source).where(Source.id.in_(job_ids)))}
+    sources = select(Source).where(among(session, Source.id, job_ids, String()))
+    live = {source.id: source for source in session.scalars(sources)}
     rows: list[dict[str, Any]] = []
     for result in results:
         feed = feeds.get(result.claim.feed_id)

@@ -16,12 +16,10 @@ from psycopg_pool import AsyncConnectionPool
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 from sqlalchemy import (
-    ColumnElement,
     DateTime,
     Select,
     String,
     Text,
-    any_,
     bindparam,
     cast,
     delete,
@@ -38,7 +36,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
-from app.db import PsycopgStatement, SessionDep, upsert
+from app.db import PsycopgStatement, SessionDep, among, upsert
 from app.identity.dependencies import PaidMailUser, rate_headers
 from app.identity.principal import AccountInfo, Principal
 from app.kit.errors import DomainError, NotFound, ValidationFailed
@@ -179,13 +177,6 @@ _UPSERT_COLUMNS = ["account_id", "email", "email_key", "first_name", "last_name"
 _UPSERT_COLUMNS += ["created_at", "updated_at"]
 
 
-def _email_key_in(session: Session, keys: list[str]) -> ColumnElement[bool]:
-    """`email_key IN (...)`; on PostgreSQL `= ANY(array)`, one parameter instead of one a key."""
-    if session.get_bind().dialect.name == "postgresql":
-        return Contact.email_key == any_(bindparam(None, keys, type_=postgresql.ARRAY(String)))
-    return Contact.email_key.in_(keys)
-
-
 def _unnested_rows(account_id: int, now: datetime, merged: dict[str, ContactWrite]) -> Select[Any]:
     """PostgreSQL: the rows to upsert as a SELECT over unnest() of one array a column."""
     writes = list(merged.values())
@@ -256,7 +247,7 @@ def upsert_contacts(
     known = dict(
         session.execute(
             select(Contact.email_key, Contact.deleted_at).where(
-                Contact.account_id == account_id, _email_key_in(session, list(merged))
+                Contact.account_id == account_id, among(session, Contact.email_key, list(merged), String())
             )
         ).all()
     )

@@ -36,7 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session, aliased
 
-from app.db import skip_locked, upsert
+from app.db import among, skip_locked, upsert
 from app.kit.ids import new_ulid
 from app.models import (
     FeedItem,
@@ -155,7 +155,7 @@ def enqueue_first_runs(session: Session, item_ids: Sequence[str], now: datetime)
         .join(WatchFeed, WatchFeed.feed_id == FeedItem.feed_id)
         .join(Watch, and_(Watch.id == WatchFeed.watch_id, Watch.is_active.is_(True)))
         .join(WatchAction, WatchAction.watch_id == Watch.id)
-        .where(FeedItem.id.in_(list(item_ids)), first)
+        .where(among(session, FeedItem.id, item_ids, String()), first)
     )
     columns = [
         "id",

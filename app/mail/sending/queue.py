@@ -20,7 +20,6 @@ from sqlalchemy import (
     String,
     Table,
     and_,
-    any_,
     bindparam,
     case,
     exists,
@@ -31,9 +30,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import Session
 
-from app.db import skip_locked, upsert
+from app.db import among, skip_locked, upsert
 from app.models import (
     Account,
     Automation,
@@ -213,7 +212,7 @@ def claim_batch(
     ).all()
     due = [Deliverable.state == "queued", Deliverable.send_after <= now]
     if paused:
-        due.append(~_among(session, Deliverable.campaign_id, paused))
+        due.append(~among(session, Deliverable.campaign_id, paused, Integer()))
     # The rows to take, locked, on their own: a single-table query down the queue's partial index in
     # its order, which stops after `size` rows (fan_out_due_campaigns keeps the planner's idea of the
     # queue's size current). Joined to contacts and campaigns in the same query, the planner could
@@ -290,7 +289,7 @@ def claim_batch(
         return []
     session.execute(
         update(Deliverable)
-        .where(_among(session, Deliverable.id, [claimed.deliverable_id for claimed in allowed]))
+        .where(among(session, Deliverable.id, [claimed.deliverable_id for claimed in allowed], Integer()))
         .values(state="sending", lease_until=lease_until, attempts=Deliverable.attempts + 1, updated_at=now)
         .execution_options(synchronize_session=False)  # no Deliverable objects in this session to update
     )
@@ -361,7 +360,7 @@ def custom_fields_of(session: Session, contact_ids: Iterable[int]) -> dict[int, 
     for contact_id, name, value in session.execute(
         select(ContactFieldValue.contact_id, ContactField.name, ContactFieldValue.value)
         .join(ContactField, ContactField.id == ContactFieldValue.field_id)
-        .where(_among(session, ContactFieldValue.contact_id, ids))
+        .where(among(session, ContactFieldValue.contact_id, ids, Integer()))
     ):
         found[contact_id][name.lower()] = value
     return found
@@ -463,14 +462,6 @@ def _record_sent(session: Session, sent: Sequence[Outcome], now: datetime) -> No
                 .values(message_id=bindparam("row_message_id"), **done),
                 [{"row_id": o.deliverable_id, "row_message_id": o.message_id} for o in outcomes],
             )
-
-
-def _among(session: Session, column: InstrumentedAttribute[int], ids: Sequence[int]) -> ColumnElement[bool]:
-    """`column IN (ids)`; on PostgreSQL `= ANY` of one array parameter rather than a parameter an id,
-    which SQLAlchemy and psycopg would otherwise name, convert and send one by one."""
-    if session.get_bind().dialect.name == "postgresql":
-        return column == any_(literal(list(ids), postgresql.ARRAY(Integer)))
-    return column.in_(ids)
 
 
 def _update_each(
