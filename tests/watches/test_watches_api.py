@@ -408,3 +408,22 @@ def test_credentials_are_required(client: TestClient) -> None:
         response = client.request(method, path)
         assert response.status_code == 401
         assert response.json()["error"] == "not_authenticated"
+
+
+@pytest.mark.parametrize("url", ["http://xn--/hook", "https://xn--ls8h.xn--/x", "http://xn--zz.example.com/"])
+def test_a_webhook_host_that_is_not_a_valid_idna_name_is_400_not_500(
+    client: TestClient, api_user: ApiUser, db: Session, url: str
+) -> None:
+    hook = {"kind": "webhook", "config": {"url": url}}
+    created = client.post("/v1/watches", json={"name": "W", "actions": [hook]}, headers=api_user.headers)
+    assert created.status_code == 400, created.text
+    assert "actions[0].config.url" in created.json()["detail"]
+    watch = make_watch(client, api_user.headers, [], [LOG])
+    for method, path, body in [
+        ("POST", f"/v1/watches/{watch['id']}/actions", hook),
+        ("PUT", f"/v1/actions/{watch['actions'][0]['id']}", hook),
+    ]:
+        response = client.request(method, path, json=body, headers=api_user.headers)
+        assert response.status_code == 400, (method, response.text)
+        assert "config.url" in response.json()["detail"]
+    assert count(db, WatchAction) == 1
