@@ -427,3 +427,35 @@ def test_a_webhook_host_that_is_not_a_valid_idna_name_is_400_not_500(
         assert response.status_code == 400, (method, response.text)
         assert "config.url" in response.json()["detail"]
     assert count(db, WatchAction) == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "name"),
+    [
+        ({"X-Name": "caf\u00e9"}, "X-Name"),
+        ({"X-Snow": "\u2603"}, "X-Snow"),
+        ({"Authorization": "Bearer token "}, "Authorization"),
+        ({"Authorization": " Bearer token"}, "Authorization"),
+        ({"X-Ctl": "a\u0001b"}, "X-Ctl"),
+        ({"X-Del": "a\u007fb"}, "X-Del"),
+        ({"Content-Length": "5"}, "Content-Length"),
+        ({"transfer-encoding": "chunked"}, "transfer-encoding"),
+    ],
+)
+def test_header_values_that_cannot_be_sent_verbatim_are_refused(
+    client: TestClient, api_user: ApiUser, db: Session, headers: dict[str, str], name: str
+) -> None:
+    """Headers are sent verbatim: a value HTTP cannot carry as given (not visible ASCII, spaces around
+    it, control characters) or a header that would contradict the body's framing would fail every
+    delivery, so the write refuses it instead of storing it."""
+    hook = {"kind": "webhook", "config": {"url": "https://hooks.example.com/x", "headers": headers}}
+    created = client.post("/v1/watches", json={"name": "W", "actions": [hook]}, headers=api_user.headers)
+    assert created.status_code == 400, created.text
+    assert set(created.json()["detail"]) == {"actions[0].config.headers"}, created.json()
+    assert count(db, Watch) == 0
+    # Tabs inside, an empty value and visible ASCII are fine.
+    fine = {"X-Tab": "a\tb", "X-Empty": "", "X-Sig": "sha256=abc/+~!"}
+    ok = {"kind": "webhook", "config": {"url": "https://hooks.example.com/x", "headers": fine}}
+    assert client.post(
+        "/v1/watches", json={"name": "W", "actions": [ok]}, headers=api_user.headers
+    ).is_success
