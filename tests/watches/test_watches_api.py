@@ -459,3 +459,21 @@ def test_header_values_that_cannot_be_sent_verbatim_are_refused(
     assert client.post(
         "/v1/watches", json={"name": "W", "actions": [ok]}, headers=api_user.headers
     ).is_success
+
+
+def test_adding_an_action_past_the_chain_limit_is_refused(
+    client: TestClient, api_user: ApiUser, db: Session
+) -> None:
+    """A watch holds at most 50 actions, whichever route adds them (README limits)."""
+    watch = make_watch(client, api_user.headers, [], [LOG] * 50)
+    assert len(watch["actions"]) == 50
+    for dry in ("", "?dry_run=1"):
+        added = client.post(f"/v1/watches/{watch['id']}/actions{dry}", json=LOG, headers=api_user.headers)
+        assert added.status_code == 400, added.text
+        assert added.json()["error"] == "validation_error"
+        assert "50 actions" in added.json()["detail"]["body"][0], added.json()
+    assert count(db, WatchAction) == 50
+    # Moving one within a full chain is still an edit, not an addition.
+    last = watch["actions"][-1]["id"]
+    moved = client.put(f"/v1/actions/{last}", json={**LOG, "rank": 0}, headers=api_user.headers)
+    assert moved.status_code == 200 and moved.json()["action"]["rank"] == 0
