@@ -106,11 +106,13 @@ def literal_host_problem(url: str, *, allow_private: bool) -> str | None:
     `localhost`), or None. For validating input; the request itself checks again after resolving."""
     try:
         parsed = httpx.URL(url)
+        # Decoding the host can fail too: an `xn--` label that is not valid Punycode raises idna's
+        # IDNAError (a ValueError) here, not in the constructor.
+        host = parsed.host
     except (httpx.InvalidURL, TypeError, ValueError):
         return "is not a valid URL"
     if parsed.scheme not in ("http", "https"):
         return "must be an http or https URL"
-    host = parsed.host
     if not host:
         return "must name a host"
     if allow_private:

@@ -20,7 +20,7 @@ from app.kit.v1_input import field_errors, invalid
 from app.models import Watch, WatchAction
 from app.watches.lookup import find_action, find_watch
 from app.watches.secrets import restore_secrets
-from app.watches.specs import CONFIG_MODELS, ActionInput
+from app.watches.specs import CONFIG_MODELS, MAX_ACTIONS, ActionInput
 from app.watches.wire import action_wire
 
 # Ranks move out of the way through this offset first, so the unique (watch_id, rank) never sees two
@@ -213,6 +213,9 @@ def add_action(
     if not dry_run:
         _lock_watch(session, watch.id)
     current = chain_of(session, watch.id)
+    # The same cap as a whole chain sent with the watch: adding one at a time must not get past it.
+    if len(current) >= MAX_ACTIONS:
+        raise invalid({"body": [f"The watch already has {MAX_ACTIONS} actions, the most a chain holds."]})
     at = len(current) if item.rank is None else min(item.rank, len(current))
     wanted = [CheckedAction(a.kind, a.config, a) for a in current]
     wanted.insert(at, checked)

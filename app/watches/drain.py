@@ -35,6 +35,7 @@ from app.watches.run_queue import (
     record_outcomes,
     take_back_stale,
 )
+from app.watches.secrets import scrub_secrets
 
 logger = logging.getLogger("tidings.watches.drain")
 
@@ -203,7 +204,9 @@ class RunDrain:
                 outcomes, delivery = await webhook.send(self.context, prepared, self.clock)
             except Exception as exc:
                 logger.exception("webhook delivery %s failed", prepared.row["id"])
-                error = f"internal error: {type(exc).__name__}: {exc}"[:1000]
+                error = f"internal error: {type(exc).__name__}: {exc}"
+                # Shown by the API: the webhook's URL and headers hidden, as in every response.
+                error = scrub_secrets(error, prepared.runs[0].config)[:1000]
                 delivery = DeliveryOutcome(prepared.row["id"], "errored", None, error, self.clock())
                 outcomes = [
                     Outcome(run, "errored", error=error, delivery_id=prepared.row["id"])

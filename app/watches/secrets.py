@@ -77,3 +77,28 @@ def restore_secrets(new: dict[str, Any], prior: dict[str, Any] | None) -> tuple[
             headers[name] = value
     restored["headers"] = headers
     return restored, unresolved
+
+
+def scrub_secrets(text: str, config: dict[str, Any]) -> str:
+    """`text` (an error recorded on a delivery or run, which responses show) with the webhook's secrets
+    hidden as responses hide them: the URL in its masked form, its path and query, and header values.
+
+    Error texts are built from exceptions, and some name the URL they were given whole (a blocked
+    destination) or echo a header value. Values under four characters are not hidden: they are no
+    secret, and replacing them would garble the text (`1` in `HTTP 401`).
+    """
+    url = str(config.get("url") or "")
+    if url:
+        text = text.replace(url, mask_url(url))
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            parts = None
+        if parts is not None:
+            rest = parts.path + (f"?{parts.query}" if parts.query else "")
+            if len(rest) > 1 and rest != f"/{MASK}":
+                text = text.replace(rest, f"/{MASK}")
+    for value in (config.get("headers") or {}).values():
+        if isinstance(value, str) and len(value) >= 4 and value != MASK:
+            text = text.replace(value, MASK)
+    return text

@@ -26,6 +26,12 @@ MAX_EXTRACT_INSTRUCTIONS = 2048
 MAX_DIGEST_INTERVAL = 31 * 24 * 3600
 # RFC 9110 token characters: what a header name may be made of.
 HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# What a header value may be, sent verbatim: visible ASCII, with spaces and tabs only inside (RFC 9110
+# field-value without obs-text). The HTTP client refuses anything else at send time (non-ASCII cannot
+# be encoded, surrounding whitespace is an illegal value), which would fail every delivery.
+HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
+# The body's framing is the client's to write: a configured one would contradict the body sent.
+FRAMING_HEADERS = ("content-length", "transfer-encoding")
 
 
 def _not_blank(value: str) -> str:
@@ -150,9 +156,19 @@ def _headers(value: dict[str, str]) -> dict[str, str]:
     for name, item in value.items():
         if not HEADER_NAME.fullmatch(name) or len(name) > 200:
             raise PydanticCustomError("header_name", "header names must be 1 to 200 token characters")
+        if name.lower() in FRAMING_HEADERS:
+            raise PydanticCustomError(
+                "header_name", "{name} is set by the sender from the body; leave it out", {"name": name}
+            )
         if len(item) > 4096 or any(c in item for c in "\r\n\x00"):
             raise PydanticCustomError(
                 "header_value", "header values must be at most 4096 characters, without line breaks"
+            )
+        if not HEADER_VALUE.fullmatch(item):
+            raise PydanticCustomError(
+                "header_value",
+                "header values are sent verbatim: printable ASCII only, no control characters, "
+                "no spaces at either end",
             )
     return value
 

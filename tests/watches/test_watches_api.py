@@ -408,3 +408,72 @@ def test_credentials_are_required(client: TestClient) -> None:
         response = client.request(method, path)
         assert response.status_code == 401
         assert response.json()["error"] == "not_authenticated"
+
+
+@pytest.mark.parametrize("url", ["http://xn--/hook", "https://xn--ls8h.xn--/x", "http://xn--zz.example.com/"])
+def test_a_webhook_host_that_is_not_a_valid_idna_name_is_400_not_500(
+    client: TestClient, api_user: ApiUser, db: Session, url: str
+) -> None:
+    hook = {"kind": "webhook", "config": {"url": url}}
+    created = client.post("/v1/watches", json={"name": "W", "actions": [hook]}, headers=api_user.headers)
+    assert created.status_code == 400, created.text
+    assert "actions[0].config.url" in created.json()["detail"]
+    watch = make_watch(client, api_user.headers, [], [LOG])
+    for method, path, body in [
+        ("POST", f"/v1/watches/{watch['id']}/actions", hook),
+        ("PUT", f"/v1/actions/{watch['actions'][0]['id']}", hook),
+    ]:
+        response = client.request(method, path, json=body, headers=api_user.headers)
+        assert response.status_code == 400, (method, response.text)
+        assert "config.url" in response.json()["detail"]
+    assert count(db, WatchAction) == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "name"),
+    [
+        ({"X-Name": "caf\u00e9"}, "X-Name"),
+        ({"X-Snow": "\u2603"}, "X-Snow"),
+        ({"Authorization": "Bearer token "}, "Authorization"),
+        ({"Authorization": " Bearer token"}, "Authorization"),
+        ({"X-Ctl": "a\u0001b"}, "X-Ctl"),
+        ({"X-Del": "a\u007fb"}, "X-Del"),
+        ({"Content-Length": "5"}, "Content-Length"),
+        ({"transfer-encoding": "chunked"}, "transfer-encoding"),
+    ],
+)
+def test_header_values_that_cannot_be_sent_verbatim_are_refused(
+    client: TestClient, api_user: ApiUser, db: Session, headers: dict[str, str], name: str
+) -> None:
+    """Headers are sent verbatim: a value HTTP cannot carry as given (not visible ASCII, spaces around
+    it, control characters) or a header that would contradict the body's framing would fail every
+    delivery, so the write refuses it instead of storing it."""
+    hook = {"kind": "webhook", "config": {"url": "https://hooks.example.com/x", "headers": headers}}
+    created = client.post("/v1/watches", json={"name": "W", "actions": [hook]}, headers=api_user.headers)
+    assert created.status_code == 400, created.text
+    assert set(created.json()["detail"]) == {"actions[0].config.headers"}, created.json()
+    assert count(db, Watch) == 0
+    # Tabs inside, an empty value and visible ASCII are fine.
+    fine = {"X-Tab": "a\tb", "X-Empty": "", "X-Sig": "sha256=abc/+~!"}
+    ok = {"kind": "webhook", "config": {"url": "https://hooks.example.com/x", "headers": fine}}
+    assert client.post(
+        "/v1/watches", json={"name": "W", "actions": [ok]}, headers=api_user.headers
+    ).is_success
+
+
+def test_adding_an_action_past_the_chain_limit_is_refused(
+    client: TestClient, api_user: ApiUser, db: Session
+) -> None:
+    """A watch holds at most 50 actions, whichever route adds them (README limits)."""
+    watch = make_watch(client, api_user.headers, [], [LOG] * 50)
+    assert len(watch["actions"]) == 50
+    for dry in ("", "?dry_run=1"):
+        added = client.post(f"/v1/watches/{watch['id']}/actions{dry}", json=LOG, headers=api_user.headers)
+        assert added.status_code == 400, added.text
+        assert added.json()["error"] == "validation_error"
+        assert "50 actions" in added.json()["detail"]["body"][0], added.json()
+    assert count(db, WatchAction) == 50
+    # Moving one within a full chain is still an edit, not an addition.
+    last = watch["actions"][-1]["id"]
+    moved = client.put(f"/v1/actions/{last}", json={**LOG, "rank": 0}, headers=api_user.headers)
+    assert moved.status_code == 200 and moved.json()["action"]["rank"] == 0

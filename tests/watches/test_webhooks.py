@@ -371,3 +371,27 @@ def test_a_delivery_is_pending_while_its_call_is_made(
         assert record_outcomes(session, outcomes, [delivery], at) == 1
     [done] = client.get(f"/v1/actions/{action_id}/deliveries", headers=api_user.headers).json()["items"]
     assert done["id"] == pending["id"] and done["state"] == "succeeded" and done["http_status"] == 200
+
+
+def test_a_blocked_destination_error_never_shows_the_url_path_or_query(
+    client: TestClient, api_user: ApiUser, upstream: Upstream, poll: Poll, drain: Drain, db: Session
+) -> None:
+    """Webhook secrecy covers every response: the error text of a delivery and of its run names the
+    destination as responses show the URL (scheme, host, port), never the path and query."""
+    watch, at = one_item_hook(client, api_user, upstream, poll)
+    action_id = watch["actions"][0]["id"]
+    drain(at=at, outbound_allow_private=False)
+    [delivery] = deliveries_of(db, action_id)
+    [run] = runs_of(db, action_id)
+    assert delivery.state == "errored" and run.state == "errored"
+    for text in (delivery.error, run.error):
+        assert "token=abc" not in text and "/hook" not in text, text
+        assert f"http://127.0.0.1:{upstream.port}/***" in text and "non-public" in text, text
+    for path in (
+        f"/v1/actions/{action_id}/deliveries",
+        f"/v1/action-deliveries/{delivery.id}",
+        f"/v1/actions/{action_id}/activity",
+        f"/v1/action-activity/{run.id}",
+    ):
+        response = client.get(path, headers=api_user.headers)
+        assert response.status_code == 200 and "token=abc" not in response.text, (path, response.text)

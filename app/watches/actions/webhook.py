@@ -27,7 +27,7 @@ from app.kit.safe_http import (
 )
 from app.watches.actions.base import ActionContext, Unreadable, payload, payload_item
 from app.watches.run_queue import ClaimedRun, DeliveryOutcome, Outcome
-from app.watches.secrets import target_host
+from app.watches.secrets import scrub_secrets, target_host
 
 RETRYABLE_STATUSES = (408, 429)
 
@@ -120,7 +120,9 @@ async def send(
         state, error = "failed", f"the receiver did not answer in time: {exc}"
     except OutboundError as exc:
         state, error = "failed", f"the call failed: {exc}"
-    error = (error + note).removeprefix("; ")
+    # Some exceptions name the URL whole or echo a header: the text is shown by the API, so the
+    # secrets are hidden as everywhere else in responses.
+    error = scrub_secrets((error + note).removeprefix("; "), config)
     delivery = DeliveryOutcome(prepared.row["id"], state, status, error, clock())
     result = {"http_status": status} if state == "succeeded" else None
     outcomes = [
