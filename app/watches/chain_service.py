@@ -58,7 +58,8 @@ def check_action(
         config, unresolved = restore_secrets(config, stored)
         for name in unresolved:
             errors.setdefault(f"{path}.config.{name}", []).append(
-                "Left masked (***) with no stored value to keep: send the real value."
+                "Left masked (***) with no stored value to keep (a header's stored value stays with its"
+                " destination): send the real value."
             )
         if unresolved:
             return None

@@ -54,7 +54,8 @@ def restore_secrets(new: dict[str, Any], prior: dict[str, Any] | None) -> tuple[
     config), and the fields that stay masked with nothing to restore them from.
 
     The URL is restored only when it is exactly the masked form of the stored one (a real URL that
-    happens to end in `/***` is kept); a header value of `***` takes the stored value of that header.
+    happens to end in `/***` is kept); a header value of `***` takes the stored value of that header
+    while the URL keeps the stored one's scheme, host and port.
     """
     restored = dict(new)
     unresolved: list[str] = []
@@ -64,7 +65,11 @@ def restore_secrets(new: dict[str, Any], prior: dict[str, Any] | None) -> tuple[
         restored["url"] = prior_url
     elif url.endswith(f"/{MASK}") or url == MASK:
         unresolved.append("url")
-    prior_headers: dict[str, str] = dict((prior or {}).get("headers") or {})
+    # A stored header value only ever goes where it went before: an edit that points the webhook at
+    # another scheme, host or port must send its header values again, or a caller who cannot read them
+    # could have them delivered to a host of their choosing.
+    same_destination = prior is not None and _origin(str(restored.get("url", ""))) == _origin(prior_url)
+    prior_headers: dict[str, str] = dict((prior or {}).get("headers") or {}) if same_destination else {}
     headers: dict[str, str] = {}
     for name, value in (new.get("headers") or {}).items():
         if value == MASK:
@@ -77,6 +82,14 @@ def restore_secrets(new: dict[str, Any], prior: dict[str, Any] | None) -> tuple[
             headers[name] = value
     restored["headers"] = headers
     return restored, unresolved
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    try:
+        parts = urlsplit(url)
+        return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+    except ValueError:
+        return None
 
 
 def scrub_secrets(text: str, config: dict[str, Any]) -> str:

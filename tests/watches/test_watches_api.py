@@ -116,13 +116,39 @@ def test_webhook_secrets_are_masked_in_every_response_and_kept_on_edit(
     db.refresh(stored)
     assert stored.config["headers"]["Authorization"] == "Bearer very-secret"
     assert stored.config["url"] == HOOK["config"]["url"]
-    # A new URL replaces the stored one.
-    new_url = {**sent, "url": "https://other.example.org/hook/2"}
-    client.put(
-        f"/v1/actions/{hook['id']}", json={"kind": "webhook", "config": new_url}, headers=api_user.headers
+    # A new path on the same host keeps the masked header's stored value.
+    same_host = {**sent, "url": "https://hooks.example.com/T000/B000/other"}
+    moved = client.put(
+        f"/v1/actions/{hook['id']}", json={"kind": "webhook", "config": same_host}, headers=api_user.headers
     )
+    assert moved.status_code == 200, moved.text
+    db.refresh(stored)
+    assert stored.config["url"] == "https://hooks.example.com/T000/B000/other"
+    assert stored.config["headers"]["Authorization"] == "Bearer very-secret"
+    # Another host (or scheme, or port) must be sent the header values again: a stored secret never
+    # follows the webhook to a destination of the caller's choosing.
+    for elsewhere in (
+        "https://other.example.org/hook/2",
+        "http://hooks.example.com/T000/B000/other",
+        "https://hooks.example.com:8443/T000/B000/other",
+    ):
+        refused = client.put(
+            f"/v1/actions/{hook['id']}",
+            json={"kind": "webhook", "config": {**sent, "url": elsewhere}},
+            headers=api_user.headers,
+        )
+        assert refused.status_code == 400, (elsewhere, refused.text)
+        assert set(refused.json()["detail"]) == {"config.headers.Authorization"}
+        db.refresh(stored)
+        assert stored.config["url"] == "https://hooks.example.com/T000/B000/other"
+    resent = {**sent, "url": "https://other.example.org/hook/2", "headers": {"Authorization": "Bearer new"}}
+    taken = client.put(
+        f"/v1/actions/{hook['id']}", json={"kind": "webhook", "config": resent}, headers=api_user.headers
+    )
+    assert taken.status_code == 200, taken.text
     db.refresh(stored)
     assert stored.config["url"] == "https://other.example.org/hook/2"
+    assert stored.config["headers"] == {"Authorization": "Bearer new"}
 
 
 def test_a_masked_secret_with_nothing_to_keep_is_refused(client: TestClient, api_user: ApiUser) -> None:
