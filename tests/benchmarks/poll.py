@@ -16,7 +16,8 @@ What it does:
   4. Makes one user and 1,000 feeds of one RSS source each, whose last_event_at lies before every
      item (a backfill, so every item is new), then runs the poller once until nothing is due: fetch
      through the SSRF-safe client, parse off the event loop, store, with the default caps (32 requests
-     in flight, 4 to one host: all the documents are on one host). `--per-host` changes that cap.
+     in flight, 4 to one host). All the documents are on one host unless `--hosts N` spreads the feeds
+     over 127.0.0.1 to 127.0.0.N (as real feeds are spread over many hosts); `--per-host` changes the cap.
   5. Prints one JSON line with the figures on stdout; progress goes to stderr.
 
 Needs a PostgreSQL server (default 127.0.0.1:5432, user postgres, trust auth).
@@ -88,8 +89,14 @@ def document(feed: int, items: int) -> bytes:
 # ------------------------------------------------------------------------------------------ server
 
 
-def serve(port: int, feeds: int, items: int, ready: Any) -> None:
-    """A minimal keep-alive HTTP/1.1 server of prebuilt responses (a process of its own)."""
+def loopback_hosts(count: int) -> list[str]:
+    """127.0.0.1 to 127.0.0.N: all loopback on Linux, and distinct hosts to the poller's per-host cap."""
+    return [f"127.0.0.{n}" for n in range(1, count + 1)]
+
+
+def serve(port: int, feeds: int, items: int, ready: Any, hosts: int = 1) -> None:
+    """A minimal keep-alive HTTP/1.1 server of prebuilt responses (a process of its own), listening on
+    each of the first `hosts` loopback addresses."""
     responses = {}
     for n in range(feeds):
         body = document(n, items)
@@ -113,7 +120,7 @@ def serve(port: int, feeds: int, items: int, ready: Any) -> None:
             writer.close()
 
     async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+        server = await asyncio.start_server(handle, loopback_hosts(hosts), port, backlog=1024)
         ready.set()
         async with server:
             await server.serve_forever()
@@ -125,7 +132,8 @@ def serve(port: int, feeds: int, items: int, ready: Any) -> None:
 # -------------------------------------------------------------------------------------- database
 
 
-def seed_feeds(factory: Any, base: str, feeds: int) -> None:
+def seed_feeds(factory: Any, bases: list[str], feeds: int) -> None:
+    """`feeds` feeds of one RSS source each, dealt round the servers' base URLs."""
     now = datetime.now(UTC)
     start = EPOCH - timedelta(days=1)
     with transaction(factory) as session:
@@ -143,7 +151,10 @@ def seed_feeds(factory: Any, base: str, feeds: int) -> None:
             )
             session.add(feed)
             item = SourceInput.model_validate(
-                {"spec": {"kind": "rss", "url": f"{base}/feed/{n}.xml"}, "last_event_at": start.isoformat()}
+                {
+                    "spec": {"kind": "rss", "url": f"{bases[n % len(bases)]}/feed/{n}.xml"},
+                    "last_event_at": start.isoformat(),
+                }
             )
             source = new_source(feed.id, user.account_id, spec_hash(item.spec), item, now)
             source.start_at = source.last_event_at = start
@@ -209,6 +220,9 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--per-host", type=int, default=4)
+    parser.add_argument(
+        "--hosts", type=int, default=1, help="loopback addresses the feeds are spread over (1 to 250)"
+    )
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE_URL))
     args = parser.parse_args()
 
@@ -217,16 +231,17 @@ def main() -> None:
     documents = [document(n, args.items) for n in range(args.feeds)]
     port = free_port()
     ready = multiprocessing.Event()
-    server = multiprocessing.Process(target=serve, args=(port, args.feeds, args.items, ready), daemon=True)
+    server = multiprocessing.Process(
+        target=serve, args=(port, args.feeds, args.items, ready, args.hosts), daemon=True
+    )
     server.start()
     engine = create_db_engine(args.database_url)
     try:
         if not ready.wait(30):
             raise RuntimeError("the document server did not start")
-        base = f"http://127.0.0.1:{port}"
         parsers = parser_alone(documents)
         factory = make_session_factory(engine)
-        seed_feeds(factory, base, args.feeds)
+        seed_feeds(factory, [f"http://{host}:{port}" for host in loopback_hosts(args.hosts)], args.feeds)
         settings = Settings(
             database_url=args.database_url,
             outbound_allow_private=True,
@@ -259,7 +274,11 @@ def main() -> None:
             "reference": "fastfeedparser",
             "ratio_to_parser_alone": round(feeds_per_s / reference, 3) if reference else None,
             "target_ratio": TARGET_RATIO,
-            "settings": {"feed_poll_concurrency": args.concurrency, "feed_poll_per_host": args.per_host},
+            "settings": {
+                "feed_poll_concurrency": args.concurrency,
+                "feed_poll_per_host": args.per_host,
+                "hosts": args.hosts,
+            },
             "cpus": os.cpu_count(),
         }
         print(json.dumps(result), flush=True)
