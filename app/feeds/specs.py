@@ -78,6 +78,8 @@ class RssSpec(_Spec):
     def _url(cls, value: str) -> str:
         try:
             parts = urlsplit(value)
+            # urlsplit checks the port only when asked: 99999 or -1 would otherwise be stored.
+            _ = parts.port
         except ValueError as exc:
             raise PydanticCustomError("url", "must be a valid URL") from exc
         if parts.scheme.lower() not in ("http", "https"):
@@ -146,6 +148,12 @@ def _not_future(value: datetime | None) -> datetime | None:
         return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
+    try:
+        # Stored in UTC: a moment that has no UTC equivalent (year 1 at +14:00) is refused here
+        # rather than failing when the row is written.
+        value = value.astimezone(UTC)
+    except OverflowError as exc:
+        raise PydanticCustomError("date_range", "must be a date-time between the years 1 and 9999") from exc
     now = utcnow()
     if value > now + CLOCK_SKEW:
         raise PydanticCustomError(
