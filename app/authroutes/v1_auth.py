@@ -42,9 +42,11 @@ router = V1Router(prefix="/v1/auth", tags=["Auth"], dependencies=[Depends(check_
 
 
 class AuthUser(BaseModel):
-    id: int
+    # Ids are strings on /v1 (the seed says so for every resource, as FeedWire.user_id is, and
+    # openmagpie's clients parse them as strings), though users and accounts are numbered.
+    id: str
     email: str
-    account_id: int
+    account_id: str
     created_at: datetime
 
 
@@ -121,7 +123,9 @@ class DeviceTokenOut(BaseModel):
 
 
 def auth_user(user: User) -> AuthUser:
-    return AuthUser(id=user.id, email=user.email, account_id=user.account_id, created_at=user.created_at)
+    return AuthUser(
+        id=str(user.id), email=user.email, account_id=str(user.account_id), created_at=user.created_at
+    )
 
 
 def token_out(token: PersonalToken) -> TokenOut:
@@ -259,9 +263,9 @@ def logout(request: Request, response: Response, _user: V1User, db: SessionDep) 
 )
 def me(user: V1User) -> AuthUser:
     return AuthUser(
-        id=user.user.id,
+        id=str(user.user.id),
         email=user.user.email,
-        account_id=user.user.account_id,
+        account_id=str(user.user.account_id),
         created_at=user.user.created_at,
     )
 

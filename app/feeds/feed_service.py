@@ -19,7 +19,7 @@ from app.feeds.source_service import (
     replace_sources,
     unique_inputs,
 )
-from app.feeds.specs import FeedInput, SourceInput
+from app.feeds.specs import FeedFields, FeedInput, SourceInput
 from app.feeds.wire import feed_view, feed_wire, source_wire
 from app.identity.principal import Principal
 from app.kit.errors import Conflict, NotFound
@@ -66,7 +66,7 @@ def read_feed(session: Session, account_id: int, feed_id: str) -> dict[str, Any]
     return feed_view(feed, feed_sources(session, feed.id))
 
 
-def _settings_of(body: FeedInput) -> dict[str, Any]:
+def _settings_of(body: FeedFields) -> dict[str, Any]:
     return {
         "name": body.name,
         "kind": body.kind,
@@ -142,7 +142,7 @@ def edit_feed(
     session: Session,
     principal: Principal,
     feed_id: str,
-    body: FeedInput,
+    body: FeedFields,
     *,
     dry_run: bool,
     allow_private: bool,

@@ -9,7 +9,7 @@ from fastapi import Request, Response
 from app.config import Settings
 from app.db import SessionDep
 from app.feeds import feed_service
-from app.feeds.specs import FeedInput, FeedPatch, SourceSetPayload, source_inputs
+from app.feeds.specs import FeedEdit, FeedInput, FeedPatch, SourceSetPayload, source_inputs
 from app.feeds.wire import (
     FeedListResponse,
     FeedMutationResponse,
@@ -92,7 +92,7 @@ def get_feed(feed_id: str, session: SessionDep, principal: V1User) -> dict[str, 
 def edit_feed(
     feed_id: str, request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
 ) -> dict[str, Any]:
-    feed_input = validate(FeedInput, body)
+    feed_input = validate(FeedEdit, body)
     return feed_service.edit_feed(
         session,
         principal,

@@ -81,9 +81,10 @@ class FeedPollResult:
 def lower_bound(source: Source, retention_days: int, now: datetime) -> datetime:
     """The moment after which a source's items are wanted in this poll."""
     bound = max(source.start_at, now - timedelta(days=retention_days))
-    if source.kind != "rss" and source.last_event_at is not None:
-        # RSS re-reads the whole document each time and the store drops repeats: no watermark needed.
-        bound = max(bound, source.last_event_at - LOOKBACK)
+    # RSS re-reads the whole document each time and the store drops repeats: no watermark needed.
+    # Compared before subtracting: a backfill from year 1 has no moment LOOKBACK before it.
+    if source.kind != "rss" and source.last_event_at is not None and source.last_event_at > bound + LOOKBACK:
+        bound = source.last_event_at - LOOKBACK
     return bound
 
 

@@ -78,6 +78,8 @@ class RssSpec(_Spec):
     def _url(cls, value: str) -> str:
         try:
             parts = urlsplit(value)
+            # urlsplit checks the port only when asked: 99999 or -1 would otherwise be stored.
+            _ = parts.port
         except ValueError as exc:
             raise PydanticCustomError("url", "must be a valid URL") from exc
         if parts.scheme.lower() not in ("http", "https"):
@@ -146,6 +148,12 @@ def _not_future(value: datetime | None) -> datetime | None:
         return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
+    try:
+        # Stored in UTC: a moment that has no UTC equivalent (year 1 at +14:00) is refused here
+        # rather than failing when the row is written.
+        value = value.astimezone(UTC)
+    except OverflowError as exc:
+        raise PydanticCustomError("date_range", "must be a date-time between the years 1 and 9999") from exc
     now = utcnow()
     if value > now + CLOCK_SKEW:
         raise PydanticCustomError(
@@ -187,18 +195,23 @@ def _feed_name(value: str) -> str:
     return value
 
 
-class FeedInput(BaseModel):
-    """Create (POST) and edit (PUT). On an edit, `sources` replaces the feed's sources by diff when
-    given and leaves them alone when absent."""
+class FeedFields(BaseModel):
+    """What a feed write carries (FeedInput is the create's check of it, FeedEdit the edit's)."""
 
     model_config = ConfigDict(extra="ignore")
 
     name: Annotated[str, Field(max_length=200), AfterValidator(_feed_name)]
-    kind: str = "curated"
+    kind: Annotated[str, Field(max_length=64)] = "curated"
     is_active: bool = True
     poll_interval_seconds: Annotated[int, Field(ge=60, le=7 * 24 * 3600)] = 300
     data: CuratedFeedConfig = CuratedFeedConfig()
     sources: Annotated[list[SourceInput] | None, Field(max_length=MAX_SOURCES)] = None
+
+
+class FeedInput(FeedFields):
+    """Create (POST) and edit (PUT). A create's `kind` must be `curated`; an edit's must be the feed's
+    own (any other is 409 `kind_immutable`). On an edit, `sources` replaces the feed's sources by diff
+    when given and leaves them alone when absent."""
 
     @field_validator("kind")
     @classmethod
@@ -206,6 +219,11 @@ class FeedInput(BaseModel):
         if value != "curated":
             raise PydanticCustomError("feed_kind", "must be 'curated' (the only feed kind)")
         return value
+
+
+class FeedEdit(FeedFields):
+    """Edit (PUT): `kind` is not checked as input, because any kind other than the feed's own, known
+    or not, is an attempt to change it: the service answers 409 `kind_immutable`."""
 
 
 class FeedPatch(BaseModel):

@@ -75,18 +75,40 @@ def field_errors(exc: ValidationError, prefix: str = "") -> dict[str, list[str]]
     return errors
 
 
-def _paths_with_nul(value: Any, path: str = "") -> list[str]:
-    if isinstance(value, str):
-        return [path or "body"] if "\x00" in value else []
-    if isinstance(value, dict):
-        return [
-            found
-            for key, item in value.items()
-            for found in _paths_with_nul(item, f"{path}.{key}" if path else str(key))
-        ]
-    if isinstance(value, list):
-        return [found for i, item in enumerate(value) for found in _paths_with_nul(item, f"{path}[{i}]")]
-    return []
+# A path under construction: (segment, the parent's path), so each value costs one small tuple and a
+# path's text is made only for a value that is reported.
+_Path = tuple[str, "_Path"] | None
+
+
+def _path_text(path: _Path) -> str:
+    segments: list[str] = []
+    while path is not None:
+        segment, path = path
+        segments.append(segment)
+    text = "".join(reversed(segments)).removeprefix(".")
+    return text or "body"
+
+
+def _paths_with_nul(value: Any) -> list[str]:
+    """The paths of every string, object key included, that holds a NUL (PostgreSQL refuses one in
+    text and jsonb alike). Walked with a stack rather than by recursion: orjson accepts JSON nested
+    1,000 deep, more than Python's recursion limit allows a recursive walk."""
+    found: set[str] = set()
+    stack: list[tuple[Any, _Path]] = [(value, None)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                found.add(_path_text(path))
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                child_path: _Path = (f".{key}", path)
+                if "\x00" in key:
+                    found.add(_path_text(child_path))
+                stack.append((child, child_path))
+        elif isinstance(item, list):
+            stack.extend((child, (f"[{i}]", path)) for i, child in enumerate(item))
+    return sorted(found)
 
 
 def validate(model: type[ModelT], data: Any) -> ModelT:

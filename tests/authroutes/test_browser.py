@@ -193,4 +193,4 @@ def test_a_person_approves_a_command_line_on_the_device_page(
     assert answer.status_code == 200, answer.text
     token = answer.json()["access_token"]
     me = httpx.get(f"{server}/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
-    assert me.status_code == 200 and me.json()["id"] == person.user_id
+    assert me.status_code == 200 and me.json()["id"] == str(person.user_id)

@@ -224,14 +224,34 @@ def test_a_dry_run_edit_previews_and_stores_nothing(client: TestClient, api_user
     assert [s["id"] for s in unchanged["sources"]] == [s["id"] for s in feed["sources"]]
 
 
-def test_an_unknown_kind_is_refused_as_input(client: TestClient, api_user: ApiUser) -> None:
+def test_an_unknown_kind_is_refused_on_create(client: TestClient, api_user: ApiUser, db: Session) -> None:
+    for params in ({}, {"dry_run": "1"}):
+        response = client.post(
+            "/v1/feeds", params=params, json={"name": "x", "kind": "discovered"}, headers=api_user.headers
+        )
+        assert response.status_code == 400
+        assert "kind" in response.json()["detail"]
+    assert count(db, Feed) == 0
+
+
+def test_putting_another_kind_is_409_kind_immutable(
+    client: TestClient, api_user: ApiUser, db: Session
+) -> None:
+    """CONTRACT: changing `kind` is 409 `kind_immutable`, whether or not the new kind exists."""
     feed = make_feed(client, api_user.headers, [])
-    response = client.put(
-        f"/v1/feeds/{feed['id']}", json={"name": "x", "kind": "discovered"}, headers=api_user.headers
-    )
-    # An unknown kind is refused as input first; the conflict is for a valid kind that differs.
-    assert response.status_code == 400
-    assert "kind" in response.json()["detail"]
+    for kind in ("discovered", "", "Curated"):
+        for params in ({}, {"dry_run": "true"}):
+            response = client.put(
+                f"/v1/feeds/{feed['id']}",
+                params=params,
+                json={"name": "renamed", "kind": kind},
+                headers=api_user.headers,
+            )
+            assert response.status_code == 409, response.text
+            assert response.json()["error"] == "kind_immutable"
+    db.expire_all()
+    row = db.get(Feed, feed["id"])
+    assert row is not None and row.kind == "curated" and row.name == "Feed"
 
 
 def test_kind_immutable_conflict(client: TestClient, api_user: ApiUser, db: Session) -> None:

@@ -60,10 +60,10 @@ def test_approving_on_the_page_gives_the_command_line_its_token(
     let_time_pass(db)
     done = poll(command_line, started["device_code"])
     assert done.status_code == 200, done.text
-    assert done.json()["user"]["id"] == member.user_id
+    assert done.json()["user"]["id"] == str(member.user_id)
     token = done.json()["access_token"]
     me = command_line.get("/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
-    assert me.status_code == 200 and me.json()["id"] == member.user_id
+    assert me.status_code == 200 and me.json()["id"] == str(member.user_id)
     again = submit(auth_client, started["user_code"])
     assert again.status_code == 409 and 'role="alert"' in again.text
 

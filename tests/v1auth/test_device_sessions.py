@@ -61,8 +61,8 @@ def test_the_whole_flow(auth_client: TestClient, member: Person, db: Session) ->
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["token_type"] == "bearer"
-    assert body["user"]["id"] == member.user_id
-    assert body["user"]["account_id"] == member.account_id
+    assert body["user"]["id"] == str(member.user_id)
+    assert body["user"]["account_id"] == str(member.account_id)
     me = auth_client.get("/v1/auth/me", headers={"Authorization": f"Bearer {body['access_token']}"})
     assert me.status_code == 200
     # One token, issued once.

@@ -29,9 +29,9 @@ def test_login_by_email_sets_the_cookie_and_answers_the_auth_user(
 ) -> None:
     body = login(auth_client, member)
     assert set(body) == {"user"}
-    assert body["user"]["id"] == member.user_id
+    assert body["user"]["id"] == str(member.user_id)
     assert body["user"]["email"] == member.email
-    assert body["user"]["account_id"] == member.account_id
+    assert body["user"]["account_id"] == str(member.account_id)
     assert body["user"]["created_at"]
     assert auth_client.cookies.get(SESSION_COOKIE)
 
@@ -39,7 +39,7 @@ def test_login_by_email_sets_the_cookie_and_answers_the_auth_user(
 def test_login_by_username(auth_client: TestClient, member: Person) -> None:
     response = auth_client.post("/v1/auth/login", json={"username": member.username, "password": PASSWORD})
     assert response.status_code == 200
-    assert response.json()["user"]["id"] == member.user_id
+    assert response.json()["user"]["id"] == str(member.user_id)
 
 
 def test_wrong_password_is_401_invalid_credentials(auth_client: TestClient, member: Person) -> None:
@@ -66,7 +66,7 @@ def test_me_with_the_cookie_and_with_a_bearer_token(auth_client: TestClient, mem
     login(auth_client, member)
     me = auth_client.get("/v1/auth/me")
     assert me.status_code == 200
-    assert me.json()["id"] == member.user_id
+    assert me.json()["id"] == str(member.user_id)
     made = auth_client.post("/v1/auth/tokens", json={"name": "ci"}, headers=SAME_ORIGIN)
     assert made.status_code == 201
     token = made.json()["token"]
@@ -230,3 +230,26 @@ def test_garbage_to_authenticated_writes(auth_client: TestClient, member: Person
         "/v1/auth/login", json={"email": "a\x00b@example.com", "password": "x"}, headers={"Origin": ORIGIN}
     )
     assert nul.status_code in (400, 401)
+
+
+def test_auth_user_ids_are_strings_everywhere(make_client: Callable[..., TestClient], member: Person) -> None:
+    """The seed: "Ids are strings" (AuthUser's id and account_id as much as FeedWire's user_id)."""
+    client = make_client(auth_signup_enabled=True)
+    signed_up = client.post(
+        "/v1/auth/signup", json={"email": "new@example.com", "password": PASSWORD}, headers={"Origin": ORIGIN}
+    )
+    assert signed_up.status_code == 201, signed_up.text
+    answers = [signed_up.json()["user"], client.get("/v1/auth/me").json()]
+    client.cookies.clear()
+    answers.append(login(client, member)["user"])
+    started = client.post("/v1/auth/device-sessions", headers=SAME_ORIGIN).json()
+    done = client.post(f"/v1/auth/device-sessions/{started['user_code']}/complete", headers=SAME_ORIGIN)
+    assert done.status_code == 200
+    client.cookies.clear()
+    polled = client.post("/v1/auth/device-sessions/token", json={"device_code": started["device_code"]})
+    answers.append(polled.json()["user"])
+    for user in answers:
+        assert set(user) == {"id", "email", "account_id", "created_at"}
+        assert isinstance(user["id"], str) and user["id"].isdigit()
+        assert isinstance(user["account_id"], str) and user["account_id"].isdigit()
+    assert answers[2]["id"] == answers[3]["id"] == str(member.user_id)
