@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import Engine, delete
 from sqlalchemy.orm import Session
 
+from app.db import make_write_session_factory
 from app.identity.accounts import create_user
 from app.identity.tokens import create_personal_token
 from app.models import Account
@@ -40,6 +41,9 @@ def served_app(database_url: str, var_dir: Path, **env: str) -> Iterator[str]:
         "TIDINGS_VAR_DIR": str(var_dir),
         "TIDINGS_SECRET_KEY": "server-test-secret-key-long-enough-to-sign",
         "TIDINGS_MAIL_RATE_LIMIT": "100000/minute",
+        # HTTP only unless a test asks for background work: the jobs' writes would otherwise race the
+        # test's own writes to a shared SQLite file.
+        "TIDINGS_SCHEDULER": "false",
         **env,
     }
     command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port)]
@@ -67,7 +71,9 @@ def committed_users(engine: Engine, *emails: str) -> Iterator[list[tuple[int, st
     """Users whose rows are really committed (a server in another process must see them), each with
     a token: yields [(account_id, token)] and removes their accounts afterwards."""
     made: list[tuple[int, str]] = []
-    with Session(engine) as session:
+    # A writer's transaction from the start (BEGIN IMMEDIATE on SQLite), as the app's own writes are: a
+    # transaction that read first cannot take the write lock once a server process has committed since.
+    with make_write_session_factory(engine)() as session:
         for email in emails:
             user = create_user(session, email=email, name="Committed", contact_limit=1_000_000)
             _, token = create_personal_token(session, user)

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Engine, delete
 from sqlalchemy.orm import Session
 
+from app.db import make_write_session_factory
 from app.identity.accounts import create_user
 from app.models import Account
 from tests.processes import free_port, served_app
@@ -33,7 +34,7 @@ def require(condition: bool, reason: str) -> None:
 
 def running_server(database_url: str, var_dir: Path, **env: str) -> AbstractContextManager[str]:
     """The app served as in production, its own base URL trusted as the Origin of cookie POSTs."""
-    return served_app(database_url, var_dir, **{"TIDINGS_SCHEDULER": "false", **env})
+    return served_app(database_url, var_dir, **env)
 
 
 @dataclass
@@ -49,7 +50,7 @@ def committed_person(
     engine: Engine, username: str, password: str, **options: object
 ) -> Iterator[CommittedPerson]:
     """A user really committed, removed with everything of theirs afterwards."""
-    with Session(engine) as session:
+    with make_write_session_factory(engine)() as session:  # a writer from the start (see processes.py)
         user = create_user(
             session,
             email=f"{username}@example.com",

@@ -161,7 +161,7 @@ def test_create_and_revoke_a_token_on_the_tokens_page(
     bearer = {"Authorization": f"Bearer {token}"}
     me = httpx.get(f"{server}/me", headers=bearer)
     assert me.status_code == 200, me.text
-    assert me.json()["id"] == str(person.user_id)
+    assert me.json()["id"] == person.user_id
 
     page.goto(f"{server}/account/tokens")
     assert "my laptop" in page.text_content("table")
