@@ -11,7 +11,7 @@ from app.kit.safe_http import SafeHttp
 from app.kit.time import iso
 from app.watches.engines.base import ItemText
 from app.watches.engines.registry import Engines
-from app.watches.run_queue import ClaimedRun
+from app.watches.run_queue import ClaimedRun, Outcome
 
 log = logging.getLogger("tidings.watches")
 
@@ -60,6 +60,30 @@ def payload_item(run: ClaimedRun, include_fields: list[str]) -> dict[str, Any]:
         "source": {"label": run.item.source_label, "kind": run.item.source_kind},
         "item": fields,
     }
+
+
+@dataclass(slots=True)
+class PayloadItems:
+    """The runs whose items could be read, their payload items in the same order, and an `errored`
+    outcome for each run whose item could not."""
+
+    runs: list[ClaimedRun]
+    items: list[dict[str, Any]]
+    errored: list[Outcome]
+
+
+def payload_items(runs: list[ClaimedRun]) -> PayloadItems:
+    """The payload items of a log line or webhook body (one run, or a digest window's runs)."""
+    include = list(runs[0].config.get("include_fields") or [])
+    found = PayloadItems([], [], [])
+    for run in runs:
+        try:
+            found.items.append(payload_item(run, include))
+        except Unreadable as exc:
+            found.errored.append(Outcome(run, "errored", error=str(exc)))
+            continue
+        found.runs.append(run)
+    return found
 
 
 def payload(runs: list[ClaimedRun], items: list[dict[str, Any]]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import logging
 
 import orjson
 
-from app.watches.actions.base import Unreadable, payload, payload_item
+from app.watches.actions.base import payload, payload_items
 from app.watches.run_queue import ClaimedRun, Outcome
 
 watch_log = logging.getLogger("tidings.watches.log")
@@ -27,19 +27,11 @@ def _flush(logger: logging.Logger) -> None:
 
 def perform(runs: list[ClaimedRun]) -> list[Outcome]:
     config = runs[0].config
-    include = list(config.get("include_fields") or [])
-    outcomes: list[Outcome] = []
-    good: list[ClaimedRun] = []
-    items = []
-    for run in runs:
-        try:
-            items.append(payload_item(run, include))
-        except Unreadable as exc:
-            outcomes.append(Outcome(run, "errored", error=str(exc)))
-            continue
-        good.append(run)
+    found = payload_items(runs)
+    outcomes: list[Outcome] = found.errored
+    good = found.runs
     if good:
-        line = f"{config.get('prefix', '[watch]')} {orjson.dumps(payload(good, items)).decode()}"
+        line = f"{config.get('prefix', '[watch]')} {orjson.dumps(payload(good, found.items)).decode()}"
         watch_log.info(line)
         _flush(watch_log)
         rendered = {"rendered": line[:MAX_RENDERED]}

@@ -25,7 +25,7 @@ from app.kit.safe_http import (
     OutboundTimeout,
     ResponseTooLarge,
 )
-from app.watches.actions.base import ActionContext, Unreadable, payload, payload_item
+from app.watches.actions.base import ActionContext, payload, payload_items
 from app.watches.run_queue import ClaimedRun, DeliveryOutcome, Outcome
 from app.watches.secrets import scrub_secrets, target_host
 
@@ -43,20 +43,11 @@ def prepare(runs: list[ClaimedRun], now: datetime) -> tuple[PreparedDelivery | N
     """The body and the pending delivery row for these runs (one run, or a digest window's); runs
     whose item cannot be read are `errored` and left out."""
     config = runs[0].config
-    include = list(config.get("include_fields") or [])
-    errored: list[Outcome] = []
-    good: list[ClaimedRun] = []
-    items = []
-    for run in runs:
-        try:
-            items.append(payload_item(run, include))
-        except Unreadable as exc:
-            errored.append(Outcome(run, "errored", error=str(exc)))
-            continue
-        good.append(run)
+    found = payload_items(runs)
+    errored, good = found.errored, found.runs
     if not good:
         return None, errored
-    body = payload(good, items)
+    body = payload(good, found.items)
     first = good[0]
     row = {
         "id": new_ulid(),
