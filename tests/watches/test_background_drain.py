@@ -16,30 +16,21 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine, delete
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine
 
 from app.config import Settings
-from app.identity.accounts import create_user
-from app.identity.tokens import create_personal_token
 from app.kit.time import utcnow
 from app.main import create_app
-from app.models import Account
 from tests.feeds.conftest import rss
+from tests.processes import committed_users
 from tests.upstream import Upstream
 
 
 @pytest.fixture
 def committed_token(engine: Engine) -> Iterator[str]:
-    with Session(engine) as session:
-        user = create_user(session, email="drainer@example.com", name="D")
-        _, token = create_personal_token(session, user)
-        account_id = user.account_id
-        session.commit()
-    yield token
-    with Session(engine) as session:
-        session.execute(delete(Account).where(Account.id == account_id))
-        session.commit()
+    """A token whose user is really committed: the app under test owns its database connections."""
+    with committed_users(engine, "drainer@example.com") as [(_, token)]:
+        yield token
 
 
 def test_the_scheduler_runs_a_watch_chain(
