@@ -160,15 +160,16 @@ def _unseen_undated(source: Source, fetched: Fetched) -> list[Observation]:
     the watermark, so "new" means "not in the previous document": one that retention pruned while the
     feed still lists it stays old, and the first document (live mode: entries that were there before
     the source) yields none. Call it before the poll marks the source polled."""
-    listed = {_digest(o.external_id): o for o in fetched.observations if o.occurred_at is None}
+    digests = {o.external_id: _digest(o.external_id) for o in fetched.observations if o.occurred_at is None}
     seen_before = set(source.undated_seen or ())
     first_poll = source.last_polled_at is None
-    if list(listed) != source.undated_seen:
-        source.undated_seen = list(listed)
+    listed = list(digests.values())
+    if listed != source.undated_seen:
+        source.undated_seen = listed
     return [
         o
         for o in fetched.observations
-        if o.occurred_at is not None or not (first_poll or _digest(o.external_id) in seen_before)
+        if o.occurred_at is not None or not (first_poll or digests[o.external_id] in seen_before)
     ]
 
 
