@@ -4,12 +4,29 @@ from __future__ import annotations
 
 import secrets
 from functools import cached_property
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 from typing import Literal
 
+from pydantic import field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 WEAK_SECRET_MIN_LENGTH = 32
+# Loopback and the private ranges: where Prometheus runs beside the service (a compose network, a LAN).
+DEFAULT_METRICS_NETWORKS = "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
+
+
+def parse_networks(value: str) -> tuple[IPv4Network | IPv6Network, ...]:
+    """`10.0.0.0/8, ::1` as networks; a bare address is a network of one. ValueError names a bad entry."""
+    networks = []
+    for entry in (part.strip() for part in value.split(",")):
+        if not entry:
+            continue
+        try:
+            networks.append(ip_network(entry, strict=False))
+        except ValueError as exc:
+            raise ValueError(f"{entry!r} is not a network (write it as 10.0.0.0/8 or an address)") from exc
+    return tuple(networks)
 
 
 class Settings(BaseSettings):
@@ -36,7 +53,10 @@ class Settings(BaseSettings):
     auth_signup_enabled: bool = False
     auth_username_change: Literal["never", "non_staff", "always"] = "never"
     var_dir: Path = Path("./var")
-    # Bearer token GET /metrics requires; empty leaves it open.
+    # GET /metrics answers clients in these networks (comma-separated CIDRs; empty: none), and any
+    # client that sends `Authorization: Bearer <TIDINGS_METRICS_TOKEN>`. Once a token is set, it is
+    # required from every network.
+    metrics_allowed_networks: str = DEFAULT_METRICS_NETWORKS
     metrics_token: str = ""
     # `json`: one JSON object a log line, with the request id; anything else: plain text.
     log_format: str = "text"
@@ -86,6 +106,12 @@ class Settings(BaseSettings):
     # Fetching an item's linked article for an engine (`fetch_external_content`).
     enrichment_timeout: float = 10.0
     enrichment_max_bytes: int = 2 * 1024 * 1024
+
+    @field_validator("metrics_allowed_networks")
+    @classmethod
+    def _networks_parse(cls, value: str) -> str:
+        parse_networks(value)
+        return value
 
     @cached_property
     def resolved_secret_key(self) -> str:
