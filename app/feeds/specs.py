@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from pydantic_core import PydanticCustomError
 
 from app.kit.time import utcnow
+from app.kit.v1_input import MAX_INTEGER
 
 MAX_SOURCES = 1000
 MAX_MAP_ENTRIES = 64
@@ -185,7 +186,8 @@ class CuratedFeedConfig(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     default_field_map: StringMap = {}
-    retention_days: Annotated[int, Field(ge=1, le=365)] = 30
+    # Any positive number of days, as the seed sets no bound (only the column's size caps it).
+    retention_days: Annotated[int, Field(ge=1, le=MAX_INTEGER)] = 30
 
 
 def _feed_name(value: str) -> str:
@@ -203,7 +205,9 @@ class FeedFields(BaseModel):
     name: Annotated[str, Field(max_length=200), AfterValidator(_feed_name)]
     kind: Annotated[str, Field(max_length=64)] = "curated"
     is_active: bool = True
-    poll_interval_seconds: Annotated[int, Field(ge=60, le=7 * 24 * 3600)] = 300
+    # Any positive interval, stored and returned as given; the poller applies the operator's floor
+    # (TIDINGS_FEED_MIN_POLL_SECONDS) when it schedules the next poll, not the API.
+    poll_interval_seconds: Annotated[int, Field(ge=1, le=MAX_INTEGER)] = 300
     data: CuratedFeedConfig = CuratedFeedConfig()
     sources: Annotated[list[SourceInput] | None, Field(max_length=MAX_SOURCES)] = None
 

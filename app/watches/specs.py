@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from app.kit.v1_input import MAX_INTEGER
 from app.models import ACTION_KINDS
 from app.watches.engines.names import ENGINE_KINDS, SEMANTIC_ONLY_ENGINES
 
@@ -22,8 +23,6 @@ MAX_EXTRACT_FIELDS = 64
 # The seed bounds extract instructions (2048); a filter's instructions get the same order of room.
 MAX_FILTER_INSTRUCTIONS = 8000
 MAX_EXTRACT_INSTRUCTIONS = 2048
-# A digest window longer than a month is a mistake, not a cadence.
-MAX_DIGEST_INTERVAL = 31 * 24 * 3600
 # RFC 9110 token characters: what a header name may be made of.
 HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # What a header value may be, sent verbatim: visible ASCII, with spaces and tabs only inside (RFC 9110
@@ -115,7 +114,9 @@ IncludeFields = Annotated[
 
 class _Delivery(_Config):
     delivery: Literal["instant", "digest"] = "instant"
-    digest_interval_seconds: Annotated[int, Field(ge=0, le=MAX_DIGEST_INTERVAL)] = 0
+    # At least 0 (the seed's bound) and nothing more: any window length is the client's to choose, up
+    # to the largest integer a behaviour value takes (its windows then still end before year 9999).
+    digest_interval_seconds: Annotated[int, Field(ge=0, le=MAX_INTEGER)] = 0
     include_fields: IncludeFields = []
 
     def cadence(self) -> str:
@@ -201,7 +202,8 @@ class ActionInput(BaseModel):
     id: Annotated[str, Field(max_length=64)] = ""
     kind: str
     config: dict[str, Any]
-    rank: Annotated[int, Field(ge=0, le=10_000)] | None = None
+    # Any integer: the chain service clamps it to a place (below 0 is first, past the end is last).
+    rank: int | None = None
 
     @field_validator("kind")
     @classmethod
