@@ -19,6 +19,7 @@ from app.kit.v1_input import MAX_INTEGER
 
 MAX_SOURCES = 1000
 MAX_MAP_ENTRIES = 64
+MAX_MAP_KEY = 200
 MAX_MAP_VALUE = 1000
 # A client's clock may run a little ahead of ours: "now" from it is not "the future".
 CLOCK_SKEW = timedelta(seconds=60)
@@ -30,8 +31,8 @@ def _string_map(value: dict[str, str]) -> dict[str, str]:
     if len(value) > MAX_MAP_ENTRIES:
         raise PydanticCustomError("too_many_entries", f"must have at most {MAX_MAP_ENTRIES} entries")
     for key, item in value.items():
-        if not key or len(key) > 200:
-            raise PydanticCustomError("bad_key", "keys must be 1 to 200 characters")
+        if not key or len(key) > MAX_MAP_KEY:
+            raise PydanticCustomError("bad_key", f"keys must be 1 to {MAX_MAP_KEY} characters")
         if len(item) > MAX_MAP_VALUE:
             raise PydanticCustomError("too_long", f"values must be at most {MAX_MAP_VALUE} characters")
     return value

@@ -19,6 +19,8 @@ MAX_ACTIONS = 50
 MAX_WATCH_FEEDS = 100
 MAX_INCLUDE_FIELDS = 64
 MAX_HEADERS = 64
+MAX_HEADER_NAME = 200
+MAX_HEADER_VALUE = 4096
 MAX_EXTRACT_FIELDS = 64
 # The seed bounds extract instructions (2048); a filter's instructions get the same order of room.
 MAX_FILTER_INSTRUCTIONS = 8000
@@ -155,15 +157,18 @@ def _headers(value: dict[str, str]) -> dict[str, str]:
     if len(value) > MAX_HEADERS:
         raise PydanticCustomError("too_many_entries", f"must have at most {MAX_HEADERS} entries")
     for name, item in value.items():
-        if not HEADER_NAME.fullmatch(name) or len(name) > 200:
-            raise PydanticCustomError("header_name", "header names must be 1 to 200 token characters")
+        if not HEADER_NAME.fullmatch(name) or len(name) > MAX_HEADER_NAME:
+            raise PydanticCustomError(
+                "header_name", f"header names must be 1 to {MAX_HEADER_NAME} token characters"
+            )
         if name.lower() in FRAMING_HEADERS:
             raise PydanticCustomError(
                 "header_name", "{name} is set by the sender from the body; leave it out", {"name": name}
             )
-        if len(item) > 4096 or any(c in item for c in "\r\n\x00"):
+        if len(item) > MAX_HEADER_VALUE or any(c in item for c in "\r\n\x00"):
             raise PydanticCustomError(
-                "header_value", "header values must be at most 4096 characters, without line breaks"
+                "header_value",
+                f"header values must be at most {MAX_HEADER_VALUE} characters, without line breaks",
             )
         if not HEADER_VALUE.fullmatch(item):
             raise PydanticCustomError(
