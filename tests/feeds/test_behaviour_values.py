@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from app.config import Settings
 from app.db import transaction
 from app.feeds.poll_queue import backoff, lower_bound, prune_all, retention_start
 from app.kit.time import utcnow
@@ -227,3 +229,12 @@ def test_a_source_of_a_feed_kept_forever_wants_items_from_its_own_start() -> Non
     now = utcnow()
     source = Source(kind="rss", start_at=now - timedelta(hours=1), last_event_at=None)
     assert lower_bound(source, MAX_INTEGER, now) == now - timedelta(hours=1)
+
+
+def test_the_floor_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings(_env_file=None).feed_min_poll_seconds == 60  # type: ignore[call-arg]
+    monkeypatch.setenv("TIDINGS_FEED_MIN_POLL_SECONDS", "0")
+    assert Settings(_env_file=None).feed_min_poll_seconds == 0  # type: ignore[call-arg]
+    monkeypatch.setenv("TIDINGS_FEED_MIN_POLL_SECONDS", "-1")
+    with pytest.raises(ValidationError):
+        Settings(_env_file=None)  # type: ignore[call-arg]
