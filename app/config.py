@@ -6,9 +6,9 @@ import secrets
 from functools import cached_property
 from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 WEAK_SECRET_MIN_LENGTH = 32
@@ -84,6 +84,10 @@ class Settings(BaseSettings):
     feed_fetch_timeout: float = 30.0
     feed_fetch_max_bytes: int = 5 * 1024 * 1024
     feed_lease_seconds: int = 300
+    # The operator's floor on polling, protecting upstreams: a feed is polled every
+    # max(its own poll_interval_seconds, this); 0 honours each feed's own interval. The API stores and
+    # returns what the client set either way.
+    feed_min_poll_seconds: Annotated[int, Field(ge=0)] = 60
     # Where anonymous usage events go once someone opts in (`PUT /v1/telemetry`); empty: nowhere.
     telemetry_url: str = ""
     # Engines. `openai_compat` calls TIDINGS_ENGINE_BASE_URL (set by the operator, so trusted: it may be
