@@ -82,7 +82,8 @@ def migrate(settings: Settings) -> None:
     try:
         upgrade_to_head(settings.database_url)
     except SQLAlchemyError as exc:
-        raise fail(f"cannot migrate {settings.database_url}: {str(exc).splitlines()[0]}") from exc
+        target = masked_url(settings.database_url)
+        raise fail(f"cannot migrate {target}: {str(exc).splitlines()[0]}") from exc
 
 
 def user_by_email(session: Session, email: str) -> User:
