@@ -6,12 +6,17 @@ import secrets
 from functools import cached_property
 from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 WEAK_SECRET_MIN_LENGTH = 32
+# The public address of a process that is not serving (a worker, a CLI command) when none is set.
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+# Settings whose empty value (`TIDINGS_BASE_URL=`) means the same as leaving them unset.
+EMPTY_MEANS_UNSET = ("database_url", "base_url")
 # Loopback and the private ranges: where Prometheus runs beside the service (a compose network, a LAN).
 DEFAULT_METRICS_NETWORKS = "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
 
@@ -33,9 +38,12 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TIDINGS_", env_file=".env", extra="ignore")
 
     env: Literal["development", "production", "test"] = "development"
-    database_url: str = "sqlite:///./var/tidings.db"
+    # Unset: the SQLite file tidings.db in var_dir.
+    database_url: str = ""
     secret_key: str = ""
-    base_url: str = "http://127.0.0.1:8000"
+    # Unset: `tidings serve` uses the address it serves on (`served_base_url`); other processes use
+    # DEFAULT_BASE_URL. Set it behind a proxy or on a public host.
+    base_url: str = DEFAULT_BASE_URL
     smtp_url: str = ""
     send_rate: float = 0
     mail_rate_limit: str = "60/minute"
@@ -117,6 +125,24 @@ class Settings(BaseSettings):
         parse_networks(value)
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_empty_values(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if not (k in EMPTY_MEANS_UNSET and v == "")}
+        return data
+
+    @model_validator(mode="after")
+    def _database_in_var_dir(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.var_dir / 'tidings.db'}"
+        return self
+
+    @property
+    def base_url_is_set(self) -> bool:
+        """Whether TIDINGS_BASE_URL (environment or .env) names the public address."""
+        return "base_url" in self.model_fields_set
+
     @cached_property
     def resolved_secret_key(self) -> str:
         """The configured key, or one generated once into `var/secret_key` and reused after."""
@@ -155,6 +181,25 @@ class Settings(BaseSettings):
     @property
     def outbox_path(self) -> Path:
         return self.var_dir / "outbox"
+
+
+def served_base_url(host: str, port: int) -> str:
+    """The address a server listening on host:port answers on, as a link in an email names it."""
+    if host in ("", "0.0.0.0", "::"):
+        # Every interface: this machine's loopback is one of them, and the only one known to answer.
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def masked_url(url: str) -> str:
+    """The URL with its password, if any, shown as ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def get_settings() -> Settings:
