@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.db import transaction
 from app.kit.time import utcnow
+from app.mail.sending.progress import CampaignProgress
 from app.mail.sending.queue import (
     BounceRule,
     Claimed,
@@ -24,13 +25,14 @@ from app.mail.sending.queue import (
     Outcome,
     claim_batch,
     custom_fields_of,
-    fan_out_due_campaigns,
+    fan_out_due,
     record_outcomes,
     release_expired_leases,
 )
 from app.mail.sending.render import CompiledCampaign, Recipient, compile_campaign, render
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, Transport
+from app.mail.stats import SendingTotals, sending_totals
 from app.models import Campaign
 
 log = logging.getLogger("tidings.sending")
@@ -89,12 +91,21 @@ class SendWorker:
         # Compiled campaigns by id, with the updated_at they were compiled from (automation emails
         # can still be edited while they are being sent).
         self._compiled: dict[int, tuple[datetime, CompiledCampaign]] = {}
+        # The campaigns this worker fanned out, followed in its log until they finish.
+        self.progress = CampaignProgress()
 
     # --- the steps, each one transaction ---
 
     def fan_out(self) -> list[int]:
         with transaction(self.session_factory) as session:
-            return fan_out_due_campaigns(session, self.clock())
+            queued = fan_out_due(session, self.clock())
+        if queued:
+            self.progress.started(queued, self.clock())
+        return list(queued)
+
+    def standings(self, campaign_ids: list[int]) -> dict[int, SendingTotals]:
+        with transaction(self.session_factory, write=False) as session:
+            return sending_totals(session, campaign_ids)
 
     def release_leases(self) -> int:
         with transaction(self.session_factory) as session:
@@ -138,12 +149,17 @@ class SendWorker:
         """Claim one batch, send it, record it; returns how many emails were attempted."""
         claimed = await asyncio.to_thread(self.claim)
         if not claimed:
+            if self.progress.check_due(self.clock()):
+                standings = await asyncio.to_thread(self.standings, self.progress.followed())
+                self.progress.checked(standings, self.clock())
             return 0
         outcomes = await self._send_all(claimed)
         if outcomes:
             await asyncio.to_thread(self.record, outcomes)
         for outcome in outcomes:
             EMAILS.labels(outcome.result).inc()
+        if self.progress:
+            self.progress.recorded(outcomes, self.clock())
         if len(outcomes) < len(claimed):
             log.warning(
                 "%d of %d emails left unsent: their lease was running out (TIDINGS_SEND_LEASE_SECONDS "
