@@ -545,5 +545,31 @@ def release_expired_leases(session: Session, now: datetime) -> int:
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
+def release_unsent(session: Session, unsent: Sequence[Claimed], now: datetime) -> int:
+    """Claimed rows this worker did not start (it is stopping, or their lease was running out) go back to
+    the queue at once, as if never claimed (the claim's attempt is given back); only while still held
+    under the claim's lease."""
+    now = aware(now)
+    released = 0
+    by_lease: dict[datetime | None, list[int]] = defaultdict(list)
+    for item in unsent:
+        by_lease[item.lease_until].append(item.deliverable_id)
+    for lease_until, ids in by_lease.items():
+        result = session.execute(
+            update(Deliverable)
+            .where(Deliverable.id.in_(ids), _still_held(lease_until))
+            .values(
+                state="queued",
+                lease_until=None,
+                attempts=Deliverable.attempts - 1,
+                send_after=now,
+                updated_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        released += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return released
+
+
 def next_utc_midnight(moment: date) -> datetime:
     return datetime.combine(moment + timedelta(days=1), time(), tzinfo=UTC)
