@@ -1,32 +1,106 @@
-"""`tidings contacts import`: contacts from a CSV file."""
+"""`tidings contacts import`: contacts from a CSV file, with progress on stderr, a report of the rows left
+out, and a stop at the contact limit that says where and how to go on."""
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO, TypeVar
 
 import typer
-from rich.progress import Progress
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.cli import contacts_cli, fail, migrate, user_by_email, with_session
+from app.cli import contacts_cli, fail, migrate
 from app.config import Settings
-from app.identity.principal import principal_of
+from app.db import create_db_engine, make_session_factory, transaction
 from app.kit.errors import DomainError
-from app.models import Account
+from app.mail.contact_import import (
+    BatchOutcome,
+    RowProblem,
+    check_import_lists,
+    contact_write,
+    count_csv_rows,
+    import_batch,
+    read_csv_rows,
+)
+from app.mail.contacts import ContactWrite
 
 IMPORT_BATCH = 1000
+T = TypeVar("T")
 
 
-def read_csv_rows(path: Path) -> Iterator[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        if reader.fieldnames is None or "email" not in [f.strip().lower() for f in reader.fieldnames]:
-            raise DomainError(1, f"{path} has no 'email' column in its header")
-        for row in reader:
-            yield {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+def progress_text(done: int, total: int, elapsed: float) -> str:
+    """`done/total rows (percent), rate, ETA`; the rate and ETA once some time has passed."""
+    percent = 100 * done // total if total else 100
+    text = f"{done}/{total} rows ({percent}%)"
+    if done and elapsed > 0:
+        rate = done / elapsed
+        eta = timedelta(seconds=round((total - done) / rate))
+        text += f", {rate:,.0f} rows/s, ETA {eta}"
+    else:
+        text += ", - rows/s, ETA -"
+    return text
+
+
+class ImportProgress:
+    """Rows done, rate and ETA on stderr: a live bar on a terminal, otherwise a line per batch (logs)."""
+
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total = total
+        self.done = 0
+        self.clock = clock
+        self.started = clock()
+        self.bar: Progress | None = None
+        if sys.stderr.isatty():
+            self.bar = Progress(
+                TextColumn("importing"),
+                BarColumn(),
+                TextColumn("{task.description}"),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.task = self.bar.add_task(self.text(), total=total)
+            self.bar.start()
+
+    def text(self) -> str:
+        return progress_text(self.done, self.total, self.clock() - self.started)
+
+    def advance(self, rows: int) -> None:
+        if not rows:
+            return
+        self.done += rows
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done, description=self.text())
+        else:
+            typer.echo(f"imported {self.text()}", err=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@contextmanager
+def error_report(path: Path | None) -> Iterator[Callable[[RowProblem], None]]:
+    """A CSV of the rows left out (line, value, reason), or nowhere."""
+    if path is None:
+        yield lambda problem: None
+        return
+    try:
+        handle: TextIO = path.open("w", newline="", encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"cannot write the errors report {path}: {exc.strerror}") from exc
+    with handle:
+        writer = csv.writer(handle)
+        writer.writerow(["line", "value", "reason"])
+        yield lambda problem: writer.writerow([problem.line, problem.value, problem.reason])
 
 
 @contacts_cli.command("import")
@@ -36,57 +110,89 @@ def contacts_import(
     list_id: Annotated[
         list[int] | None, typer.Option("--list", help="Add every contact to this list")
     ] = None,
+    errors: Annotated[
+        Path | None,
+        typer.Option("--errors", help="Write the rows left out to this CSV (line, value, reason)"),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Rows a transaction", min=1)] = IMPORT_BATCH,
 ) -> None:
-    """Import contacts from CSV in batches of 1000, with a progress bar."""
-    from app.mail.contacts import ContactWrite, upsert_contacts
-    from app.mail.input import validate_email_text
+    """Import contacts from CSV in batches (an address already held is updated), with progress on stderr.
 
+    At the account's contact limit the import stops at the first row that would pass it; the rows
+    before it are in, so it can run again over the whole file once the limit is raised.
+    """
     if not file.is_file():
         raise fail(f"no such file: {file}")
     settings = Settings()
     migrate(settings)
-    created = updated = skipped = 0
-
-    def import_batch(rows: list[dict[str, str]]) -> None:
-        nonlocal created, updated, skipped
-
-        def work(session: Session) -> None:
-            nonlocal created, updated, skipped
-            user = user_by_email(session, email)
-            principal = principal_of(user, session.get_one(Account, user.account_id))
-            writes = []
-            for row in rows:
-                address = row.get("email", "")
-                if not validate_email_text(address):
-                    skipped += 1
-                    continue
-                writes.append(
-                    ContactWrite(
-                        email=address,
-                        first_name=row.get("first_name") or None,
-                        last_name=row.get("last_name") or None,
-                        lists=list(list_id or []),
-                    )
-                )
-            result = upsert_contacts(session, principal, writes, validation_status=400)
-            created += result.created
-            updated += result.updated
-
-        with_session(settings, work)
-
+    lists = list(list_id or [])
     try:
-        with Progress(transient=True) as progress:
-            task = progress.add_task("importing", total=None)
-            batch: list[dict[str, str]] = []
-            for row in read_csv_rows(file):
-                batch.append(row)
-                if len(batch) == IMPORT_BATCH:
-                    import_batch(batch)
-                    progress.advance(task, len(batch))
-                    batch = []
-            if batch:
-                import_batch(batch)
-                progress.advance(task, len(batch))
-    except (DomainError, UnicodeDecodeError, csv.Error) as exc:
-        raise fail(str(exc)) from exc
-    typer.echo(f"created {created}, updated {updated}, skipped {skipped} invalid")
+        total = count_csv_rows(file)
+    except DomainError as exc:
+        raise fail(exc.message) from exc
+    engine = create_db_engine(settings.database_url)
+    factory = make_session_factory(engine)
+
+    def in_transaction(work: Callable[[Session], T]) -> T:
+        try:
+            with transaction(factory) as session:
+                return work(session)
+        except DomainError as exc:
+            raise fail(exc.message) from exc
+        except SQLAlchemyError as exc:
+            raise fail(f"database error: {exc.__class__.__name__}: {str(exc).splitlines()[0]}") from exc
+
+    created = updated = written = skipped = 0
+    stopped: BatchOutcome | None = None
+    try:
+        in_transaction(lambda session: check_import_lists(session, email, lists))
+        with error_report(errors) as report:
+            progress = ImportProgress(total)
+            try:
+                batch: list[tuple[int, ContactWrite]] = []
+                read = 0
+
+                def flush() -> BatchOutcome | None:
+                    """Write the batch; the outcome when it stopped at the contact limit."""
+                    nonlocal created, updated, written, read, batch
+                    outcome = None
+                    if batch:
+                        outcome = in_transaction(lambda session: import_batch(session, email, batch))
+                        created += outcome.created
+                        updated += outcome.updated
+                        written += outcome.written
+                    progress.advance(read)
+                    read, batch = 0, []
+                    return outcome if outcome is not None and outcome.stopped_at is not None else None
+
+                for row in read_csv_rows(file):
+                    read += 1
+                    write = contact_write(row, lists)
+                    if isinstance(write, RowProblem):
+                        skipped += 1
+                        report(write)
+                    else:
+                        batch.append((row.line, write))
+                    if len(batch) == batch_size:
+                        stopped = flush()
+                        if stopped is not None:
+                            break
+                else:
+                    stopped = flush()
+            finally:
+                progress.close()
+    except DomainError as exc:
+        raise fail(exc.message) from exc
+    finally:
+        engine.dispose()
+    summary = f"created {created}, updated {updated}, skipped {skipped} invalid"
+    if errors is not None and skipped:
+        summary += f" (listed in {errors})"
+    if stopped is not None:
+        raise fail(
+            f"stopped at line {stopped.stopped_at} of {file}: the account's contact limit of "
+            f"{stopped.contact_limit} is reached; {written} rows went in before it ({summary}). "
+            f"Raise the limit with `tidings users update {email} --contact-limit N` and run the "
+            "import again (contacts already in are updated, not duplicated)."
+        )
+    typer.echo(summary)
