@@ -290,4 +290,9 @@ def main() -> None:
 
 # Commands kept in their own modules register themselves on the groups above.
 import app.cli_commands.contacts_import  # noqa: E402
-import app.cli_commands.users  # noqa: E402,F401
+import app.cli_commands.forms  # noqa: E402
+import app.cli_commands.lists  # noqa: E402
+import app.cli_commands.oauth_clients  # noqa: E402
+import app.cli_commands.tokens  # noqa: E402
+import app.cli_commands.users  # noqa: E402
+import app.cli_commands.version  # noqa: E402,F401

@@ -150,27 +150,33 @@ def contacts_import(
             progress = ImportProgress(total)
             try:
                 batch: list[tuple[int, ContactWrite]] = []
-                read = 0
+                read: list[int] = []  # the lines of the rows read since the last batch
+                problems: list[RowProblem] = []  # and those of them left out
 
                 def flush() -> BatchOutcome | None:
                     """Write the batch; the outcome when it stopped at the contact limit."""
-                    nonlocal created, updated, written, read, batch
+                    nonlocal created, updated, written, skipped, read, batch, problems
                     outcome = None
                     if batch:
                         outcome = in_transaction(lambda session: import_batch(session, email, batch))
                         created += outcome.created
                         updated += outcome.updated
                         written += outcome.written
-                    progress.advance(read)
-                    read, batch = 0, []
+                    stop = outcome.stopped_at if outcome is not None else None
+                    # Rows after a stop were not looked at, as far as the report and the counts go.
+                    for problem in problems:
+                        if stop is None or problem.line < stop:
+                            skipped += 1
+                            report(problem)
+                    progress.advance(len([line for line in read if stop is None or line < stop]))
+                    read, batch, problems = [], [], []
                     return outcome if outcome is not None and outcome.stopped_at is not None else None
 
                 for row in read_csv_rows(file):
-                    read += 1
+                    read.append(row.line)
                     write = contact_write(row, lists)
                     if isinstance(write, RowProblem):
-                        skipped += 1
-                        report(write)
+                        problems.append(write)
                     else:
                         batch.append((row.line, write))
                     if len(batch) == batch_size:
