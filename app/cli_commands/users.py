@@ -27,7 +27,8 @@ def read_password(*, from_stdin: bool) -> str:
     if from_stdin:
         text = typer.get_text_stream("stdin").readline()
         return text.removesuffix("\n").removesuffix("\r")
-    return str(typer.prompt("Password", hide_input=True, confirmation_prompt=True))
+    # On stderr, so stdout holds only the result (a script may read the new user's id from it).
+    return str(typer.prompt("Password", hide_input=True, confirmation_prompt=True, err=True))
 
 
 PasswordStdin = Annotated[
