@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.config import Settings
+from app.config import Settings, masked_url, served_base_url
 from app.db import create_db_engine, make_session_factory, transaction
 from app.identity.accounts import create_user, find_user_by_email
 from app.identity.tokens import TOKEN_PREFIX, create_personal_token, hash_token
@@ -43,6 +43,8 @@ cli.add_typer(forms_cli, name="forms")
 cli.add_typer(oauth_clients_cli, name="oauth-clients")
 
 DEMO_EMAIL = "demo@example.com"
+DEMO_USERNAME = "demo"
+DEMO_PASSWORD = "demo-password"
 T = TypeVar("T")
 
 
@@ -75,7 +77,8 @@ def migrate(settings: Settings) -> None:
     try:
         upgrade_to_head(settings.database_url)
     except SQLAlchemyError as exc:
-        raise fail(f"cannot migrate {settings.database_url}: {str(exc).splitlines()[0]}") from exc
+        target = masked_url(settings.database_url)
+        raise fail(f"cannot migrate {target}: {str(exc).splitlines()[0]}") from exc
 
 
 def user_by_email(session: Session, email: str) -> User:
@@ -99,14 +102,25 @@ def serve(
     import uvicorn
 
     settings = Settings()
+    if demo and settings.env == "production":
+        raise fail(
+            f"--demo makes an account with a published password ({DEMO_USERNAME} / {DEMO_PASSWORD}): "
+            "refused with TIDINGS_ENV=production"
+        )
+    base_url_is_set = settings.base_url_is_set
+    if not base_url_is_set:
+        # Links in emails, the Origin check and OAuth follow the address served. The environment reaches
+        # every process uvicorn starts.
+        os.environ["TIDINGS_BASE_URL"] = served_base_url(host, port)
+        settings = Settings()
     migrate(settings)
     if demo:
         token = with_session(settings, lambda s: ensure_demo(s, settings))
         typer.echo(f"Demo account: {DEMO_EMAIL}")
+        typer.echo(f"Username:     {DEMO_USERNAME}")
+        typer.echo(f"Password:     {DEMO_PASSWORD}")
         typer.echo(f"API token:    {token}")
-        typer.echo(f"Docs:         http://{host}:{port}/docs")
-        outbox = settings.outbox_path.resolve()
-        typer.echo(f"Outbox:       {outbox} (where email goes while TIDINGS_SMTP_URL is unset)")
+    echo_banner(settings, base_url_is_set=base_url_is_set)
     if no_scheduler:
         # uvicorn builds the app itself (possibly in several processes): the environment reaches them all.
         os.environ["TIDINGS_SCHEDULER"] = "false"
@@ -173,11 +187,30 @@ async def _run_worker(settings: Settings, *, once: bool) -> None:
         engine.dispose()
 
 
+def echo_banner(settings: Settings, *, base_url_is_set: bool) -> None:
+    """What a server is about to use, so an operator sees which data and address it picked up."""
+    base = settings.base_url.rstrip("/")
+    set_by = "TIDINGS_BASE_URL"
+    if not base_url_is_set:
+        set_by = "the address served: set TIDINGS_BASE_URL behind a proxy or on a public host"
+    typer.echo(f"Database:     {masked_url(settings.database_url)}")
+    typer.echo(f"Var dir:      {settings.var_dir.resolve()}")
+    typer.echo(f"Base URL:     {base} (in emails and OAuth; {set_by})")
+    typer.echo(f"Docs:         {base}/docs")
+    if settings.smtp_url:
+        typer.echo(f"Outbox:       {masked_url(settings.smtp_url)} (TIDINGS_SMTP_URL)")
+    else:
+        outbox = settings.outbox_path.resolve()
+        typer.echo(f"Outbox:       {outbox} (where email goes while TIDINGS_SMTP_URL is unset)")
+
+
 def ensure_demo(session: Session, settings: Settings) -> str:
     """The demo user and a token derived from the secret key, so every run prints the same token."""
     user = find_user_by_email(session, DEMO_EMAIL)
     if user is None:
-        user = create_user(session, email=DEMO_EMAIL, name="Demo", username="demo", password="demo-password")
+        user = create_user(
+            session, email=DEMO_EMAIL, name="Demo", username=DEMO_USERNAME, password=DEMO_PASSWORD
+        )
     digest = hmac.new(
         settings.resolved_secret_key.encode(), b"tidings-demo-token", hashlib.sha256
     ).hexdigest()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from app.mail.schemas import ErrorOut
 from app.watches import specs as watch_specs
 from app.watches.router import watch_routers
 
-OPENAPI_DIR = Path(__file__).resolve().parent.parent / "openapi"
+# The top-level openapi/ of the source tree, shipped inside the package as `app._openapi` (setup.py).
+OPENAPI_DIR = Path(str(files("app._openapi")))
 MAIL_API_VERSION = "1.2.0"
 # The better-auth release whose behaviour /api/auth follows (tests/authroutes/js/package.json).
 AUTH_API_VERSION = "1.7.25"

@@ -50,17 +50,29 @@ def username_problem(username: str) -> UsernameProblem | None:
     return None
 
 
+def email_key(email: str) -> str:
+    """The form an e-mail address is looked up by: without surrounding whitespace (any Unicode
+    whitespace), lower-cased. The sign-in throttle counts by the same key, so a padded or upper-cased
+    spelling of a locked address is the same locked address."""
+    return email.strip().lower()
+
+
+def username_key(username: str) -> str:
+    """Usernames are stored lowercase and compared lowercase."""
+    return username.lower()
+
+
 def find_user_by_email(session: Session, email: str) -> User | None:
-    return session.scalars(select(User).where(User.email_key == email.strip().lower())).first()
+    return session.scalars(select(User).where(User.email_key == email_key(email))).first()
 
 
 def find_user_by_username(session: Session, username: str) -> User | None:
-    """Usernames are stored lowercase and compared lowercase. Call only with a valid username."""
-    return session.scalars(select(User).where(User.username == username.lower())).first()
+    """Call only with a valid username."""
+    return session.scalars(select(User).where(User.username == username_key(username))).first()
 
 
 def username_owner_id(session: Session, username: str) -> int | None:
-    return session.scalars(select(User.id).where(User.username == username.lower())).first()
+    return session.scalars(select(User.id).where(User.username == username_key(username))).first()
 
 
 _PASSWORD_MESSAGES = {
@@ -122,11 +134,11 @@ def create_user(
         raise DomainError(400, f"Unknown time zone {timezone!r}.") from exc
     if find_user_by_email(session, email) is not None:
         raise DomainError(400, f"A user with the email {email} already exists.")
-    username_key = None
+    stored_username = None
     if username is not None:
         if username_problem(username) is not None:
             raise DomainError(400, "A username is 3 to 30 letters, digits, underscores or dots.")
-        username_key = username.lower()
+        stored_username = username_key(username)
         if username_owner_id(session, username) is not None:
             raise DomainError(400, f"The username {username} is taken.")
     account = Account(
@@ -141,9 +153,9 @@ def create_user(
     user = User(
         account_id=account.id,
         email=email,
-        email_key=email.lower(),
+        email_key=email_key(email),
         name=name.strip(),
-        username=username_key,
+        username=stored_username,
         display_username=display_username or username,
         password_hash=hash_password(password) if password else None,
         is_staff=is_staff,

@@ -217,13 +217,18 @@ def add_action(
     # The same cap as a whole chain sent with the watch: adding one at a time must not get past it.
     if len(current) >= MAX_ACTIONS:
         raise invalid({"body": [f"The watch already has {MAX_ACTIONS} actions, the most a chain holds."]})
-    at = len(current) if item.rank is None else min(item.rank, len(current))
+    at = len(current) if item.rank is None else place(item.rank, len(current))
     wanted = [CheckedAction(a.kind, a.config, a) for a in current]
     wanted.insert(at, checked)
     if dry_run:
         return {"action": preview_chain(watch.id, wanted)[at], "dry_run": True}
     chain = apply_chain(session, watch, wanted, current, now)
     return {"action": action_wire(chain[at]), "dry_run": False}
+
+
+def place(rank: int, size: int) -> int:
+    """Where `rank` puts an action among `size` others: any integer is clamped to 0 ... size."""
+    return max(0, min(rank, size))
 
 
 def edit_action(
@@ -247,7 +252,7 @@ def edit_action(
     wanted = [CheckedAction(a.kind, a.config, a) for a in current]
     position = next(i for i, a in enumerate(current) if a.id == action.id)
     moved = wanted.pop(position)
-    to = position if item.rank is None else min(item.rank, len(wanted))
+    to = position if item.rank is None else place(item.rank, len(wanted))
     wanted.insert(to, CheckedAction(checked.kind, checked.config, moved.existing))
     if dry_run:
         return {"action": preview_chain(action.watch_id, wanted)[to], "dry_run": True}
