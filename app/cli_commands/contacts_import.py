@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, TextIO, TypeVar
+from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
 
 import typer
 from rich.console import Console
@@ -22,16 +22,10 @@ from app.cli import contacts_cli, fail, migrate
 from app.config import Settings
 from app.db import create_db_engine, make_session_factory, transaction
 from app.kit.errors import DomainError
-from app.mail.contact_import import (
-    BatchOutcome,
-    RowProblem,
-    check_import_lists,
-    contact_write,
-    count_csv_rows,
-    import_batch,
-    read_csv_rows,
-)
-from app.mail.contacts import ContactWrite
+
+if TYPE_CHECKING:
+    from app.mail.contact_import import BatchOutcome, RowProblem
+    from app.mail.contacts import ContactWrite
 
 IMPORT_BATCH = 1000
 T = TypeVar("T")
@@ -121,6 +115,16 @@ def contacts_import(
     At the account's contact limit the import stops at the first row that would pass it; the rows
     before it are in, so it can run again over the whole file once the limit is raised.
     """
+    # The email API's modules load here, not when the command line starts (every command would pay).
+    from app.mail.contact_import import (
+        RowProblem,
+        check_import_lists,
+        contact_write,
+        count_csv_rows,
+        import_batch,
+        read_csv_rows,
+    )
+
     if not file.is_file():
         raise fail(f"no such file: {file}")
     settings = Settings()

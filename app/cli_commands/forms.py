@@ -11,12 +11,13 @@ from app.cli import forms_cli, migrate, with_session
 from app.cli_commands.output import print_table, when
 from app.config import Settings
 from app.identity.accounts import user_by_email
-from app.mail.forms import account_forms
 
 
 @forms_cli.command("list")
 def forms_list(email: Annotated[str, typer.Option(help="The account owner's email")]) -> None:
     """The account's hosted sign-up forms: id, title, the lists they subscribe to and their public URL."""
+    from app.mail.forms import account_forms
+
     settings = Settings()
     migrate(settings)
     base = settings.base_url.rstrip("/")

@@ -1,4 +1,5 @@
-"""`tidings lists create|list`: an account's contact lists."""
+"""`tidings lists create|list`: an account's contact lists. The email API's modules load in the commands
+that use them, not when the command line starts."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from app.cli import cli, migrate, with_session
 from app.cli_commands.output import print_table, when
 from app.config import Settings
 from app.identity.accounts import user_by_email
-from app.mail.lists import account_lists, make_list
 
 lists_cli = typer.Typer(no_args_is_help=True, help="Contact lists.")
 cli.add_typer(lists_cli, name="lists")
@@ -23,6 +23,8 @@ def lists_create(
     name: Annotated[str, typer.Option(help="The list's name")],
 ) -> None:
     """Make a contact list; prints its id."""
+    from app.mail.lists import make_list
+
     settings = Settings()
     migrate(settings)
 
@@ -36,6 +38,8 @@ def lists_create(
 @lists_cli.command("list")
 def lists_list(email: Annotated[str, typer.Option(help="The account owner's email")]) -> None:
     """The account's lists: id, name, contacts on it and when it was made."""
+    from app.mail.lists import account_lists
+
     settings = Settings()
     migrate(settings)
     lists = with_session(
