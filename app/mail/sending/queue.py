@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from functools import cache
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -31,6 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import Update
 
 from app.db import among, skip_locked, upsert
 from app.models import (
@@ -431,43 +433,56 @@ def _still_held(lease_until: datetime | None) -> ColumnElement[bool]:
 
 
 def _record_sent(session: Session, sent: Sequence[Outcome], now: datetime) -> None:
-    """The common case, nearly every row of a batch, in one statement although each row has its own
-    Message-ID: on PostgreSQL an UPDATE joined to the unnested arrays of ids and Message-IDs (two
-    parameters for the batch), elsewhere one UPDATE run for all rows (an executemany)."""
+    """The common case, nearly every row, in one statement although each row has its own Message-ID: on
+    PostgreSQL an UPDATE joined to the unnested arrays of ids and Message-IDs, elsewhere one UPDATE run
+    for all rows (an executemany). One statement per lease the rows were claimed under."""
     if not sent:
         return
-    # The Core table, not the mapped class: the ORM's bulk UPDATE would want the key in the values.
-    table = cast(Table, Deliverable.__table__)
     by_lease: dict[datetime | None, list[Outcome]] = defaultdict(list)
     for outcome in sent:
         by_lease[outcome.lease_until].append(outcome)
     postgres = session.get_bind().dialect.name == "postgresql"
     for lease_until, outcomes in by_lease.items():
-        held = table.c.state == "sending"
-        if lease_until is not None:
-            held = and_(held, table.c.lease_until == lease_until)
-        done = {"state": "sent", "sent_at": now, "lease_until": None, "error": None, "updated_at": now}
+        statement = _sent_statement(postgres, fenced=lease_until is not None)
+        shared = {"now": now, "lease": lease_until}
         if postgres:
-            rows = (
-                func.unnest(
-                    literal([o.deliverable_id for o in outcomes], postgresql.ARRAY(Integer)),
-                    literal([o.message_id for o in outcomes], postgresql.ARRAY(String)),
-                )
-                .table_valued("id", "message_id")
-                .render_derived(name="sent_rows")
-            )
+            ids = [o.deliverable_id for o in outcomes]
             session.execute(
-                update(table)
-                .where(table.c.id == rows.c.id, held)
-                .values(message_id=rows.c.message_id, **done)
+                statement, {"ids": ids, "message_ids": [o.message_id for o in outcomes], **shared}
             )
         else:
             session.execute(
-                update(table)
-                .where(table.c.id == bindparam("row_id"), held)
-                .values(message_id=bindparam("row_message_id"), **done),
-                [{"row_id": o.deliverable_id, "row_message_id": o.message_id} for o in outcomes],
+                statement,
+                [{"row_id": o.deliverable_id, "row_message_id": o.message_id, **shared} for o in outcomes],
             )
+
+
+@cache
+def _sent_statement(postgres: bool, *, fenced: bool) -> Update:
+    """Built once and reused with new parameters: the recorder runs it many times a second, and building
+    a statement and its cache key cost more than running it."""
+    # The Core table, not the mapped class: the ORM's bulk UPDATE would want the key in the values.
+    table = cast(Table, Deliverable.__table__)
+    now = bindparam("now", type_=table.c.updated_at.type)
+    held = table.c.state == "sending"
+    if fenced:
+        held = and_(held, table.c.lease_until == bindparam("lease", type_=table.c.lease_until.type))
+    done = {"state": "sent", "sent_at": now, "lease_until": None, "error": None, "updated_at": now}
+    if postgres:
+        rows = (
+            func.unnest(
+                bindparam("ids", type_=postgresql.ARRAY(Integer)),
+                bindparam("message_ids", type_=postgresql.ARRAY(String)),
+            )
+            .table_valued("id", "message_id")
+            .render_derived(name="sent_rows")
+        )
+        return update(table).where(table.c.id == rows.c.id, held).values(message_id=rows.c.message_id, **done)
+    return (
+        update(table)
+        .where(table.c.id == bindparam("row_id"), held)
+        .values(message_id=bindparam("row_message_id"), **done)
+    )
 
 
 def _update_each(
