@@ -4,7 +4,7 @@ dry run that validates everything and stores nothing."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
@@ -96,6 +96,30 @@ def _set_feeds(session: Session, watch: Watch, feed_ids: list[str], now: datetim
         )
 
 
+@overload
+def _checked_inputs(
+    session: Session,
+    account_id: int,
+    feed_ids: list[str],
+    actions: list[ActionInput],
+    current: list[WatchAction],
+    *,
+    allow_private: bool,
+) -> tuple[list[str], list[CheckedAction]]: ...
+
+
+@overload
+def _checked_inputs(
+    session: Session,
+    account_id: int,
+    feed_ids: list[str] | None,
+    actions: list[ActionInput] | None,
+    current: list[WatchAction],
+    *,
+    allow_private: bool,
+) -> tuple[list[str] | None, list[CheckedAction] | None]: ...
+
+
 def _checked_inputs(
     session: Session,
     account_id: int,
@@ -130,7 +154,6 @@ def create_watch(
     feeds, chain = _checked_inputs(
         session, account_id, body.feed_ids or [], body.actions or [], [], allow_private=allow_private
     )
-    assert feeds is not None and chain is not None
     if dry_run:
         return {
             "id": None,
