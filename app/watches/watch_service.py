@@ -106,7 +106,8 @@ def _checked_inputs(
     actions: list[ActionInput],
     current: list[WatchAction],
     *,
-    allow_private: bool,
+    rules: ActionRules,
+    turning_on: bool = False,
 ) -> tuple[list[str], list[CheckedAction]]: ...
 
 
@@ -118,7 +119,8 @@ def _checked_inputs(
     actions: list[ActionInput] | None,
     current: list[WatchAction],
     *,
-    allow_private: bool,
+    rules: ActionRules,
+    turning_on: bool = False,
 ) -> tuple[list[str] | None, list[CheckedAction] | None]: ...
 
 
