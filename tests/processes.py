@@ -71,19 +71,28 @@ class Running:
 
 
 @contextmanager
-def running(command: list[str], env: dict[str, str], log_path: Path, base: str = "") -> Iterator[Running]:
-    """Runs `command` with its output in `log_path` (a file, not a pipe: a chatty process never blocks
-    on a full pipe), waits for `base`/healthz when given, and stops it with SIGTERM at the end. Fails
-    the test when it did not start, and when it printed a traceback at any time."""
+def running(
+    command: list[str],
+    env: dict[str, str],
+    log_path: Path,
+    base: str = "",
+    *,
+    cwd: Path | None = None,
+    start_seconds: float = 30,
+) -> Iterator[Running]:
+    """Runs `command` (in `cwd`) with its output, stdout and stderr, in `log_path` (a file, not a pipe:
+    a chatty process never blocks on a full pipe), waits up to `start_seconds` for `base`/healthz when
+    given, and stops it with SIGTERM at the end. Fails the test when it did not start, and when it
+    printed a traceback at any time."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     found = Running(process, log_path, base)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + start_seconds
         while base:
             try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
+                if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
@@ -181,33 +190,9 @@ def served_command(
     """A `tidings serve ... --port PORT` command as an operator runs it, in `cwd`: waits until
     http://127.0.0.1:PORT/healthz answers, yields, then stops it; fails the test on a traceback."""
     base = f"http://127.0.0.1:{port}"
-    logs.mkdir(parents=True, exist_ok=True)
-    stdout_path, stderr_path = logs / "stdout.txt", logs / "stderr.txt"
-    with stdout_path.open("w") as stdout, stderr_path.open("w") as stderr:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout, stderr=stderr)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail(
-                    f"the server did not start:\n{stdout_path.read_text()}\n{stderr_path.read_text()}"
-                )
-            time.sleep(0.1)
+    with running(command, env, logs / "output.txt", base, cwd=cwd, start_seconds=60) as served:
         printed = {}
-        for line in stdout_path.read_text().splitlines():
+        for line in served.output().splitlines():
             label, _, value = line.partition(":")
             printed[label.strip()] = value.strip()
         yield ServedCommand(base, printed)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        assert "Traceback" not in stderr_path.read_text(), stderr_path.read_text()[-3000:]
