@@ -9,44 +9,19 @@ import socket
 import ssl
 import subprocess
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-import uvloop
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from app.mail.sending.smtp import WireMessage
 from app.mail.sending.transport import PermanentFailure, SmtpTransport, TemporaryFailure
-from tests.mail.sending.conftest import SmtpSink
+from tests.mail.sending.conftest import Run, SmtpSink
 
 MESSAGE = b"From: <news@example.com>\r\nSubject: Hi\r\n\r\nHello\r\n"
-
-T = TypeVar("T")
-Run = Callable[[Coroutine[Any, Any, T]], T]
-
-# The loops the client runs on: the standard library's (`tidings worker`, asyncio.run) and uvloop
-# (`tidings serve`: uvicorn picks it when installed, and uvicorn[standard] installs it). Their
-# transports differ: uvloop's are not subclasses of asyncio.Transport.
-LOOPS: dict[str, tuple[Callable[[], asyncio.AbstractEventLoop], type]] = {
-    "asyncio": (asyncio.SelectorEventLoop, asyncio.SelectorEventLoop),
-    "uvloop": (uvloop.new_event_loop, uvloop.Loop),
-}
-
-
-@pytest.fixture(params=list(LOOPS))
-def run(request: pytest.FixtureRequest) -> Run[Any]:
-    """Runs a coroutine to its end on a new event loop of the kind the test is parametrized with."""
-    factory, kind = LOOPS[request.param]
-
-    def run_on_loop(coroutine: Coroutine[Any, Any, T]) -> T:
-        with asyncio.Runner(loop_factory=factory) as runner:
-            assert type(runner.get_loop()) is kind
-            return runner.run(coroutine)
-
-    return run_on_loop
 
 
 def free_port() -> int:
