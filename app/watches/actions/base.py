@@ -53,11 +53,13 @@ def payload_item(run: ClaimedRun, include_fields: list[str]) -> dict[str, Any]:
     """One item of a webhook body or log line: its key, its source, and its fields (all, or those
     named by include_fields)."""
     data = item_data(run)
-    assert run.item is not None
+    item = run.item
+    if item is None:  # item_data raised already; this says so to the type checker
+        raise Unreadable("the feed item is gone")
     fields = data if not include_fields else {name: data[name] for name in include_fields if name in data}
     return {
-        "key": f"{run.item.source_kind}:{run.item.external_id}",
-        "source": {"label": run.item.source_label, "kind": run.item.source_kind},
+        "key": f"{item.source_kind}:{item.external_id}",
+        "source": {"label": item.source_label, "kind": item.source_kind},
         "item": fields,
     }
 
