@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 OPERATIONS = ROOT / "docs" / "operations.md"
 NAME = re.compile(r"\bTIDINGS_[A-Z0-9_]+\b")
 # `os.environ["TIDINGS_X"]`, `os.environ.get("TIDINGS_X")`, `os.getenv("TIDINGS_X")`, `setdefault(...)`.
-ENVIRON_USE = re.compile(r"""(?:environ(?:\.get|\.setdefault|\.pop)?\s*[\[(]|getenv\s*\()\s*["'](TIDINGS_[A-Z0-9_]+)["']""")
+ENVIRON_USE = re.compile(
+    r"""(?:environ(?:\.get|\.setdefault|\.pop)?\s*[\[(]|getenv\s*\()\s*["'](TIDINGS_[A-Z0-9_]+)["']"""
+)
 
 
 def table_rows(text: str, heading: str) -> list[str]:

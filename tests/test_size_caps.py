@@ -1,5 +1,6 @@
-"""The "Size caps" table of docs/compatibility.md is the code's: every row's number is the cap the code applies (read from
-the constants and from the request models' own schemas), and every cap listed here has its row."""
+"""The "Size caps" table of docs/compatibility.md is the code's: every row's number is the cap the code
+applies (read from the constants and from the request models' own schemas), and every cap listed here
+has its row."""
 
 from __future__ import annotations
 
