@@ -89,8 +89,8 @@ def payload_items(runs: list[ClaimedRun]) -> PayloadItems:
 
 
 def payload(runs: list[ClaimedRun], items: list[dict[str, Any]]) -> dict[str, Any]:
-    """The body of a webhook request (and of a log line): CONTRACT.md's shape, `window` null for an
-    instant delivery and the window's bounds for a digest."""
+    """The body of a webhook request (and of a log line): the shape docs/compatibility.md gives,
+    `window` null for an instant delivery and the window's bounds for a digest."""
     first = runs[0]
     window = None
     if first.window is not None:
