@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -13,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.identity.passwords import hash_password
 from app.kit.errors import DomainError
-from app.kit.time import utcnow
+from app.kit.time import account_zone, midnight_after, utcnow
 from app.models import PLANS, Account, User
 
 USERNAME_MIN_LENGTH = 3
@@ -104,7 +103,7 @@ def create_user(
         plan=plan,
         contact_limit=contact_limit,
         timezone=timezone,
-        warmup_until=utcnow() + timedelta(days=warmup_days) if warmup_days else None,
+        warmup_until=midnight_after(utcnow(), warmup_days, account_zone(timezone)) if warmup_days else None,
         daily_send_limit=daily_send_limit,
     )
     session.add(account)
