@@ -32,7 +32,7 @@ pytest_plugins = ("tests.upstream", "tests.fake_engine")
 # Tests that reason about days, windows or expiry own the clock (time-machine), never the wall clock's
 # hour: they start at NOON, a weekday midday far from any day, month or year boundary, unless they move
 # the clock to the boundary they are about.
-NOON = datetime(2030, 6, 12, 12, 0, tzinfo=UTC)
+NOON = datetime(2027, 6, 9, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -28,9 +28,7 @@ def account_zone(name: str | None) -> ZoneInfo:
 
 def local_day(moment: datetime, zone: ZoneInfo) -> date:
     """The calendar day `moment` falls on in `zone` (a naive moment is taken as UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(zone).date()
+    return _aware(moment).astimezone(zone).date()
 
 
 def start_of_day(day: date, zone: ZoneInfo) -> datetime:
@@ -49,13 +47,15 @@ def start_of_next_day(moment: datetime, zone: ZoneInfo) -> datetime:
 
 
 def midnight_after(moment: datetime, days: int, zone: ZoneInfo) -> datetime:
-    """The first midnight of `zone` at or after `days` days from `moment`, in UTC: the end of a period
-    of `days` days that ends at the start of one of the account's days and is never shorter."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    target = moment.astimezone(UTC) + timedelta(days=days)
-    midnight = start_of_day(local_day(target, zone), zone)
-    return midnight if midnight >= target else start_of_next_day(target, zone)
+    """The first midnight of `zone` at least `days` calendar days after `moment`, in UTC: the end of a
+    period that holds `days` whole days of the account's calendar (each 23 to 25 hours long)."""
+    day = local_day(moment, zone)
+    at_midnight = _aware(moment) == start_of_day(day, zone)
+    return start_of_day(day + timedelta(days=days if at_midnight else days + 1), zone)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def iso(value: datetime | None) -> str | None:
