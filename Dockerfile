@@ -1,25 +1,22 @@
-# Install the dependencies into a virtualenv in one stage; run the source (app/, migrations/) as a
-# non-root user in the next. PYTHONPATH points at the source so alembic finds migrations/ beside app/.
+# Build and install the package (migrations and OpenAPI documents ship inside it) into a virtualenv in
+# one stage; run it as a non-root user in the next, which needs nothing of the source tree.
 FROM python:3.11-slim AS build
 WORKDIR /src
 RUN python -m venv /venv
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY app ./app
+COPY migrations ./migrations
+COPY openapi ./openapi
 RUN /venv/bin/pip install --no-cache-dir .
 
 FROM python:3.11-slim
 RUN useradd --create-home --uid 10001 tidings
 COPY --from=build /venv /venv
 WORKDIR /srv/tidings
-COPY alembic.ini ./
-COPY migrations ./migrations
-COPY openapi ./openapi
-COPY app ./app
 RUN mkdir -p var && chown -R tidings:tidings /srv/tidings
 USER tidings
 ENV PATH="/venv/bin:$PATH" \
     PYTHONUNBUFFERED=1 \
-    PYTHONPATH=/srv/tidings \
     TIDINGS_VAR_DIR=/srv/tidings/var
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=3s --retries=3 \

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import csv
 import hashlib
 import hmac
 import logging
@@ -11,24 +10,21 @@ import logging.config
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 import typer
-from rich.progress import Progress
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.config import Settings
+from app.config import Settings, masked_url, served_base_url
 from app.db import create_db_engine, make_session_factory, transaction
 from app.identity.accounts import create_user, find_user_by_email
-from app.identity.principal import principal_of
 from app.identity.tokens import TOKEN_PREFIX, create_personal_token, hash_token
 from app.kit.errors import DomainError
 from app.logs import logging_config
-from app.models import Account, PersonalToken, User
+from app.models import PersonalToken, User
 
 cli = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Tidings: email campaigns, feeds and watches."
@@ -47,7 +43,8 @@ cli.add_typer(forms_cli, name="forms")
 cli.add_typer(oauth_clients_cli, name="oauth-clients")
 
 DEMO_EMAIL = "demo@example.com"
-IMPORT_BATCH = 1000
+DEMO_USERNAME = "demo"
+DEMO_PASSWORD = "demo-password"
 T = TypeVar("T")
 
 
@@ -80,7 +77,8 @@ def migrate(settings: Settings) -> None:
     try:
         upgrade_to_head(settings.database_url)
     except SQLAlchemyError as exc:
-        raise fail(f"cannot migrate {settings.database_url}: {str(exc).splitlines()[0]}") from exc
+        target = masked_url(settings.database_url)
+        raise fail(f"cannot migrate {target}: {str(exc).splitlines()[0]}") from exc
 
 
 def user_by_email(session: Session, email: str) -> User:
@@ -104,14 +102,25 @@ def serve(
     import uvicorn
 
     settings = Settings()
+    if demo and settings.env == "production":
+        raise fail(
+            f"--demo makes an account with a published password ({DEMO_USERNAME} / {DEMO_PASSWORD}): "
+            "refused with TIDINGS_ENV=production"
+        )
+    base_url_is_set = settings.base_url_is_set
+    if not base_url_is_set:
+        # Links in emails, the Origin check and OAuth follow the address served. The environment reaches
+        # every process uvicorn starts.
+        os.environ["TIDINGS_BASE_URL"] = served_base_url(host, port)
+        settings = Settings()
     migrate(settings)
     if demo:
         token = with_session(settings, lambda s: ensure_demo(s, settings))
         typer.echo(f"Demo account: {DEMO_EMAIL}")
+        typer.echo(f"Username:     {DEMO_USERNAME}")
+        typer.echo(f"Password:     {DEMO_PASSWORD}")
         typer.echo(f"API token:    {token}")
-        typer.echo(f"Docs:         http://{host}:{port}/docs")
-        outbox = settings.outbox_path.resolve()
-        typer.echo(f"Outbox:       {outbox} (where email goes while TIDINGS_SMTP_URL is unset)")
+    echo_banner(settings, base_url_is_set=base_url_is_set)
     if no_scheduler:
         # uvicorn builds the app itself (possibly in several processes): the environment reaches them all.
         os.environ["TIDINGS_SCHEDULER"] = "false"
@@ -178,11 +187,30 @@ async def _run_worker(settings: Settings, *, once: bool) -> None:
         engine.dispose()
 
 
+def echo_banner(settings: Settings, *, base_url_is_set: bool) -> None:
+    """What a server is about to use, so an operator sees which data and address it picked up."""
+    base = settings.base_url.rstrip("/")
+    set_by = "TIDINGS_BASE_URL"
+    if not base_url_is_set:
+        set_by = "the address served: set TIDINGS_BASE_URL behind a proxy or on a public host"
+    typer.echo(f"Database:     {masked_url(settings.database_url)}")
+    typer.echo(f"Var dir:      {settings.var_dir.resolve()}")
+    typer.echo(f"Base URL:     {base} (in emails and OAuth; {set_by})")
+    typer.echo(f"Docs:         {base}/docs")
+    if settings.smtp_url:
+        typer.echo(f"Outbox:       {masked_url(settings.smtp_url)} (TIDINGS_SMTP_URL)")
+    else:
+        outbox = settings.outbox_path.resolve()
+        typer.echo(f"Outbox:       {outbox} (where email goes while TIDINGS_SMTP_URL is unset)")
+
+
 def ensure_demo(session: Session, settings: Settings) -> str:
     """The demo user and a token derived from the secret key, so every run prints the same token."""
     user = find_user_by_email(session, DEMO_EMAIL)
     if user is None:
-        user = create_user(session, email=DEMO_EMAIL, name="Demo", username="demo", password="demo-password")
+        user = create_user(
+            session, email=DEMO_EMAIL, name="Demo", username=DEMO_USERNAME, password=DEMO_PASSWORD
+        )
     digest = hmac.new(
         settings.resolved_secret_key.encode(), b"tidings-demo-token", hashlib.sha256
     ).hexdigest()
@@ -215,49 +243,6 @@ def db_current() -> None:
         raise fail(str(exc).splitlines()[0]) from exc
 
 
-@users_cli.command("create")
-def users_create(
-    email: Annotated[str, typer.Option(help="Email, unique")],
-    name: Annotated[str, typer.Option(help="Display name")],
-    username: Annotated[str | None, typer.Option(help="Username for sign-in")] = None,
-    password: Annotated[str | None, typer.Option(help="Password for sign-in")] = None,
-    plan: Annotated[str, typer.Option(help="free, lifetime or empire")] = "empire",
-    contact_limit: Annotated[int, typer.Option(help="Contacts the account may hold")] = 10000,
-    staff: Annotated[bool, typer.Option("--staff", help="Mark the user as staff")] = False,
-    timezone: Annotated[str, typer.Option(help="IANA time zone of the account")] = "UTC",
-    warmup_days: Annotated[
-        int, typer.Option(help="Whole days of the account's time zone before it may send")
-    ] = 0,
-    daily_send_limit: Annotated[
-        int | None,
-        typer.Option(
-            help="Emails a day of the account's time zone (default: TIDINGS_DAILY_SEND_LIMIT; 0: no cap)"
-        ),
-    ] = None,
-) -> None:
-    """Make a user in a new account; prints the user id."""
-    settings = Settings()
-    migrate(settings)
-
-    def work(session: Session) -> int:
-        user = create_user(
-            session,
-            email=email,
-            name=name,
-            username=username,
-            password=password,
-            plan=plan,
-            contact_limit=contact_limit,
-            timezone=timezone,
-            is_staff=staff,
-            warmup_days=warmup_days,
-            daily_send_limit=daily_send_limit,
-        )
-        return user.id
-
-    typer.echo(with_session(settings, work))
-
-
 @tokens_cli.command("create")
 def tokens_create(
     email: Annotated[str, typer.Option(help="The token owner's email")],
@@ -267,78 +252,6 @@ def tokens_create(
     settings = Settings()
     migrate(settings)
     typer.echo(with_session(settings, lambda s: create_personal_token(s, user_by_email(s, email), name)[1]))
-
-
-def read_csv_rows(path: Path) -> Iterator[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        if reader.fieldnames is None or "email" not in [f.strip().lower() for f in reader.fieldnames]:
-            raise DomainError(1, f"{path} has no 'email' column in its header")
-        for row in reader:
-            yield {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
-
-
-@contacts_cli.command("import")
-def contacts_import(
-    file: Annotated[Path, typer.Argument(help="CSV with an email column; first_name, last_name optional")],
-    email: Annotated[str, typer.Option(help="The account owner's email")],
-    list_id: Annotated[
-        list[int] | None, typer.Option("--list", help="Add every contact to this list")
-    ] = None,
-) -> None:
-    """Import contacts from CSV in batches of 1000, with a progress bar."""
-    from app.mail.contacts import ContactWrite, upsert_contacts
-    from app.mail.input import validate_email_text
-
-    if not file.is_file():
-        raise fail(f"no such file: {file}")
-    settings = Settings()
-    migrate(settings)
-    created = updated = skipped = 0
-
-    def import_batch(rows: list[dict[str, str]]) -> None:
-        nonlocal created, updated, skipped
-
-        def work(session: Session) -> None:
-            nonlocal created, updated, skipped
-            user = user_by_email(session, email)
-            principal = principal_of(user, session.get_one(Account, user.account_id))
-            writes = []
-            for row in rows:
-                address = row.get("email", "")
-                if not validate_email_text(address):
-                    skipped += 1
-                    continue
-                writes.append(
-                    ContactWrite(
-                        email=address,
-                        first_name=row.get("first_name") or None,
-                        last_name=row.get("last_name") or None,
-                        lists=list(list_id or []),
-                    )
-                )
-            result = upsert_contacts(session, principal, writes, validation_status=400)
-            created += result.created
-            updated += result.updated
-
-        with_session(settings, work)
-
-    try:
-        with Progress(transient=True) as progress:
-            task = progress.add_task("importing", total=None)
-            batch: list[dict[str, str]] = []
-            for row in read_csv_rows(file):
-                batch.append(row)
-                if len(batch) == IMPORT_BATCH:
-                    import_batch(batch)
-                    progress.advance(task, len(batch))
-                    batch = []
-            if batch:
-                import_batch(batch)
-                progress.advance(task, len(batch))
-    except (DomainError, UnicodeDecodeError, csv.Error) as exc:
-        raise fail(str(exc)) from exc
-    typer.echo(f"created {created}, updated {updated}, skipped {skipped} invalid")
 
 
 @forms_cli.command("create")
@@ -406,3 +319,13 @@ def main() -> None:
         cli()
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+# Commands kept in their own modules register themselves on the groups above.
+import app.cli_commands.contacts_import  # noqa: E402
+import app.cli_commands.forms  # noqa: E402
+import app.cli_commands.lists  # noqa: E402
+import app.cli_commands.oauth_clients  # noqa: E402
+import app.cli_commands.tokens  # noqa: E402
+import app.cli_commands.users  # noqa: E402
+import app.cli_commands.version  # noqa: E402,F401

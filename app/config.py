@@ -4,21 +4,46 @@ from __future__ import annotations
 
 import secrets
 from functools import cached_property
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 WEAK_SECRET_MIN_LENGTH = 32
+# The public address of a process that is not serving (a worker, a CLI command) when none is set.
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+# Settings whose empty value (`TIDINGS_BASE_URL=`) means the same as leaving them unset.
+EMPTY_MEANS_UNSET = ("database_url", "base_url")
+# Loopback and the private ranges: where Prometheus runs beside the service (a compose network, a LAN).
+DEFAULT_METRICS_NETWORKS = "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
+
+
+def parse_networks(value: str) -> tuple[IPv4Network | IPv6Network, ...]:
+    """`10.0.0.0/8, ::1` as networks; a bare address is a network of one. ValueError names a bad entry."""
+    networks = []
+    for entry in (part.strip() for part in value.split(",")):
+        if not entry:
+            continue
+        try:
+            networks.append(ip_network(entry, strict=False))
+        except ValueError as exc:
+            raise ValueError(f"{entry!r} is not a network (write it as 10.0.0.0/8 or an address)") from exc
+    return tuple(networks)
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TIDINGS_", env_file=".env", extra="ignore")
 
     env: Literal["development", "production", "test"] = "development"
-    database_url: str = "sqlite:///./var/tidings.db"
+    # Unset: the SQLite file tidings.db in var_dir.
+    database_url: str = ""
     secret_key: str = ""
-    base_url: str = "http://127.0.0.1:8000"
+    # Unset: `tidings serve` uses the address it serves on (`served_base_url`); other processes use
+    # DEFAULT_BASE_URL. Set it behind a proxy or on a public host.
+    base_url: str = DEFAULT_BASE_URL
     smtp_url: str = ""
     send_rate: float = 0
     mail_rate_limit: str = "60/minute"
@@ -36,7 +61,10 @@ class Settings(BaseSettings):
     auth_signup_enabled: bool = False
     auth_username_change: Literal["never", "non_staff", "always"] = "never"
     var_dir: Path = Path("./var")
-    # Bearer token GET /metrics requires; empty leaves it open.
+    # GET /metrics answers clients in these networks (comma-separated CIDRs; empty: none), and any
+    # client that sends `Authorization: Bearer <TIDINGS_METRICS_TOKEN>`. Once a token is set, it is
+    # required from every network.
+    metrics_allowed_networks: str = DEFAULT_METRICS_NETWORKS
     metrics_token: str = ""
     # `json`: one JSON object a log line, with the request id; anything else: plain text.
     log_format: str = "text"
@@ -64,6 +92,10 @@ class Settings(BaseSettings):
     feed_fetch_timeout: float = 30.0
     feed_fetch_max_bytes: int = 5 * 1024 * 1024
     feed_lease_seconds: int = 300
+    # The operator's floor on polling, protecting upstreams: a feed is polled every
+    # max(its own poll_interval_seconds, this); 0 honours each feed's own interval. The API stores and
+    # returns what the client set either way.
+    feed_min_poll_seconds: Annotated[int, Field(ge=0)] = 60
     # Where anonymous usage events go once someone opts in (`PUT /v1/telemetry`); empty: nowhere.
     telemetry_url: str = ""
     # Engines. `openai_compat` calls TIDINGS_ENGINE_BASE_URL (set by the operator, so trusted: it may be
@@ -86,6 +118,30 @@ class Settings(BaseSettings):
     # Fetching an item's linked article for an engine (`fetch_external_content`).
     enrichment_timeout: float = 10.0
     enrichment_max_bytes: int = 2 * 1024 * 1024
+
+    @field_validator("metrics_allowed_networks")
+    @classmethod
+    def _networks_parse(cls, value: str) -> str:
+        parse_networks(value)
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_empty_values(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if not (k in EMPTY_MEANS_UNSET and v == "")}
+        return data
+
+    @model_validator(mode="after")
+    def _database_in_var_dir(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.var_dir / 'tidings.db'}"
+        return self
+
+    @property
+    def base_url_is_set(self) -> bool:
+        """Whether TIDINGS_BASE_URL (environment or .env) names the public address."""
+        return "base_url" in self.model_fields_set
 
     @cached_property
     def resolved_secret_key(self) -> str:
@@ -125,6 +181,25 @@ class Settings(BaseSettings):
     @property
     def outbox_path(self) -> Path:
         return self.var_dir / "outbox"
+
+
+def served_base_url(host: str, port: int) -> str:
+    """The address a server listening on host:port answers on, as a link in an email names it."""
+    if host in ("", "0.0.0.0", "::"):
+        # Every interface: this machine's loopback is one of them, and the only one known to answer.
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def masked_url(url: str) -> str:
+    """The URL with its password, if any, shown as ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def get_settings() -> Settings:

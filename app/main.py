@@ -37,7 +37,7 @@ from app.logs import RequestIds
 from app.mail.hosted_forms import FormLimits
 from app.mail.router import mail_routers
 from app.metrics import RequestMetrics, metrics_router
-from app.openapi_docs import install_openapi_routes
+from app.openapi_docs import install_docs_routes, install_openapi_routes
 from app.scheduler import Scheduler
 from app.watches.router import watch_routers
 
@@ -151,6 +151,9 @@ def create_app(
         version="1.2.0",
         description="Email campaigns (SendFox-compatible), feeds and watches, and account auth.",
         lifespan=lifespan,
+        # Ours instead (install_docs_routes): FastAPI's load Swagger UI and ReDoc from a public CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.session_factory = session_factory
@@ -176,4 +179,5 @@ def create_app(
     for router in watch_routers:
         app.include_router(router)
     install_openapi_routes(app)
+    install_docs_routes(app)
     return app

@@ -12,8 +12,10 @@ sending; watch runs pending, running and retrying, i.e. failed with an attempt l
 pending, i.e. calls in flight) and `tidings_feed_sources_failing`, the feed sources whose last poll
 failed (they are backing off). Each is answered from a partial index holding only the rows it counts.
 
-Set `TIDINGS_METRICS_TOKEN` to require `Authorization: Bearer <token>` on /metrics (open otherwise, as
-Prometheus' own endpoints are; put it behind your network's access rules).
+The public port answers /metrics only to clients in `TIDINGS_METRICS_ALLOWED_NETWORKS` (loopback and
+the private ranges by default: 403 elsewhere), or to any client with `Authorization: Bearer <token>` when
+`TIDINGS_METRICS_TOKEN` is set, which is then required from every network (401 without it). A worker's
+`--metrics-port` serves the counters on a port of its own, which the operator chooses to expose or not.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from __future__ import annotations
 import hmac
 import time
 from collections.abc import Iterable
+from functools import lru_cache
+from ipaddress import IPv4Network, IPv6Address, IPv6Network, ip_address
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram, generate_latest
@@ -30,6 +34,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.config import Settings, parse_networks
 from app.models import Deliverable, Source, WatchActionDelivery, WatchActionRun
 from app.models.feeds import FAILING_SOURCES
 from app.models.watch_runs import PENDING_DELIVERIES, QUEUED_RUNS, RUNNING_RUNS
@@ -122,13 +127,44 @@ class QueueDepths(Collector):
         yield failing
 
 
+@lru_cache(maxsize=8)
+def _networks(setting: str) -> tuple[IPv4Network | IPv6Network, ...]:
+    return parse_networks(setting)
+
+
+def in_networks(host: str, setting: str) -> bool:
+    """Whether a client address lies in one of the networks; a host that is no address never does."""
+    try:
+        address = ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(address, IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # ::ffff:10.0.0.5 on a dual-stack socket is 10.0.0.5
+    return any(address in network for network in _networks(setting))
+
+
+def scrape_refusal(request: Request, settings: Settings) -> Response | None:
+    """401 without the configured token, else 403 outside the allowed networks, else None."""
+    if settings.metrics_token:
+        given = request.headers.get("authorization", "")
+        if hmac.compare_digest(given.encode(), f"Bearer {settings.metrics_token}".encode()):
+            return None
+        return Response("unauthorized\n", status_code=401, media_type="text/plain")
+    host = request.client.host if request.client else ""
+    if in_networks(host, settings.metrics_allowed_networks):
+        return None
+    return Response(
+        "forbidden: this address is not in TIDINGS_METRICS_ALLOWED_NETWORKS\n",
+        status_code=403,
+        media_type="text/plain",
+    )
+
+
 @metrics_router.get("/metrics")
 def metrics(request: Request) -> Response:
-    token = request.app.state.settings.metrics_token
-    if token:
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-            return Response("unauthorized\n", status_code=401, media_type="text/plain")
+    refusal = scrape_refusal(request, request.app.state.settings)
+    if refusal is not None:
+        return refusal
     with request.app.state.read_session_factory() as session:
         scraped = CollectorRegistry(auto_describe=False)
         scraped.register(QueueDepths(session))

@@ -12,6 +12,7 @@ feed poller's `on_new_items` hook is the watch run queue's `enqueue_first_runs`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -31,6 +32,9 @@ log = logging.getLogger("tidings.scheduler")
 
 # The lease sweep runs this often, or twice a lease when leases are shorter.
 LEASE_SWEEP_SECONDS = 15.0
+# How long a graceful stop waits for the send lanes to finish the emails on the wire, record them and put
+# back what they had not started: under the 10 s `docker compose stop` gives before it kills.
+STOP_GRACE_SECONDS = 8.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,8 @@ class Job:
     interval: float
     # Returns how much it did; 0 means "nothing to do, sleep".
     run: Callable[[], Awaitable[int]]
+    # A stop lets the round in progress finish (within STOP_GRACE_SECONDS) instead of cancelling it.
+    finishes_on_stop: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +63,9 @@ class Scheduler:
         self.transport: Transport | None = None
         self.feed_jobs: FeedJobs | None = None
         self.watch_jobs: WatchJobs | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self.sender: SendWorker | None = None
+        self._tasks: list[tuple[Job, asyncio.Task[None]]] = []
+        self._stopping = asyncio.Event()
 
     def send_worker(self) -> SendWorker:
         settings = self.settings
@@ -93,7 +101,7 @@ class Scheduler:
         return Drained(emails=emails, feeds=feeds, runs=runs)
 
     def jobs(self) -> list[Job]:
-        worker = self.send_worker()
+        worker = self.sender = self.send_worker()
 
         async def fan_out() -> int:
             return len(await asyncio.to_thread(worker.fan_out))
@@ -115,17 +123,34 @@ class Scheduler:
             *identity_jobs,
             Job("campaign fan-out", 1.0, fan_out),
             Job("send lease sweep", sweep, release_leases),
-            *[Job(f"send lane {n}", 0.5, worker.run_once) for n in range(max(1, self.settings.send_lanes))],
+            *[
+                Job(f"send lane {n}", 0.5, worker.run_once, finishes_on_stop=True)
+                for n in range(max(1, self.settings.send_lanes))
+            ],
         ]
 
     async def start(self) -> None:
+        self._stopping = asyncio.Event()
         for job in self.jobs():
-            self._tasks.append(asyncio.create_task(self._loop(job), name=job.name))
+            self._tasks.append((job, asyncio.create_task(self._loop(job), name=job.name)))
 
     async def stop(self) -> None:
-        for task in self._tasks:
+        """A graceful stop (SIGTERM, the end of `tidings serve`): the send lanes start no more emails,
+        finish and record those on the wire and put the rest of their batch back in the queue; every
+        other job is cancelled where it is (its work is leased or transactional)."""
+        self._stopping.set()
+        if self.sender is not None:
+            self.sender.stopping = True
+        finishing = [task for job, task in self._tasks if job.finishes_on_stop]
+        if finishing:
+            _, late = await asyncio.wait(finishing, timeout=STOP_GRACE_SECONDS)
+            if late:
+                log.warning(
+                    "%d send lanes did not finish within %.0f s; stopping them", len(late), STOP_GRACE_SECONDS
+                )
+        for _, task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(task for _, task in self._tasks), return_exceptions=True)
         self._tasks.clear()
         if self.transport is not None:
             await self.transport.close()
@@ -137,7 +162,7 @@ class Scheduler:
             self.watch_jobs = None
 
     async def _loop(self, job: Job) -> None:
-        while True:
+        while not self._stopping.is_set():
             try:
                 did = await job.run()
             except asyncio.CancelledError:
@@ -145,4 +170,9 @@ class Scheduler:
             except Exception:
                 log.exception("background job %r failed; retrying in %.1f s", job.name, job.interval)
                 did = 0
-            await asyncio.sleep(job.interval if not did else 0)
+            if not did:
+                # Asleep until the next round, or until a stop.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), job.interval)
+            else:
+                await asyncio.sleep(0)

@@ -25,8 +25,9 @@ from app.migrate import upgrade_to_head
 from tests.smtp_sink import smtp_sink  # noqa: F401 (a fixture every test folder may use)
 
 # Loopback servers as fixtures: the upstream (`upstream`) of the feed and outbound-HTTP tests, and the
-# fake OpenAI-compatible engine (`llm`) of the watch tests and the scale-out test.
-pytest_plugins = ("tests.upstream", "tests.fake_engine")
+# fake OpenAI-compatible engine (`llm`) of the watch tests and the scale-out test; and a headless
+# Chromium (`browser`) for the browser tests.
+pytest_plugins = ("tests.upstream", "tests.fake_engine", "tests.browser")
 
 
 # Tests that reason about days, windows or expiry own the clock (time-machine), never the wall clock's

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -85,3 +86,56 @@ def committed_users(engine: Engine, *emails: str) -> Iterator[list[tuple[int, st
         with Session(engine) as session:
             session.execute(delete(Account).where(Account.id.in_([account_id for account_id, _ in made])))
             session.commit()
+
+
+def command_environment(**env: str) -> dict[str, str]:
+    """This process's environment without any TIDINGS_ setting or PYTHONPATH, plus `env`: what an
+    operator's shell holds when it has set only those."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("TIDINGS_") and k != "PYTHONPATH"}
+    return {**kept, "PYTHONUNBUFFERED": "1", **env}
+
+
+@dataclass
+class ServedCommand:
+    base: str
+    # The `Label: value` lines the command printed before it served.
+    printed: dict[str, str]
+
+
+@contextmanager
+def served_command(
+    command: list[str], port: int, cwd: Path, env: dict[str, str], logs: Path
+) -> Iterator[ServedCommand]:
+    """A `tidings serve ... --port PORT` command as an operator runs it, in `cwd`: waits until
+    http://127.0.0.1:PORT/healthz answers, yields, then stops it; fails the test on a traceback."""
+    base = f"http://127.0.0.1:{port}"
+    logs.mkdir(parents=True, exist_ok=True)
+    stdout_path, stderr_path = logs / "stdout.txt", logs / "stderr.txt"
+    with stdout_path.open("w") as stdout, stderr_path.open("w") as stderr:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout, stderr=stderr)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                pytest.fail(
+                    f"the server did not start:\n{stdout_path.read_text()}\n{stderr_path.read_text()}"
+                )
+            time.sleep(0.1)
+        printed = {}
+        for line in stdout_path.read_text().splitlines():
+            label, _, value = line.partition(":")
+            printed[label.strip()] = value.strip()
+        yield ServedCommand(base, printed)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        assert "Traceback" not in stderr_path.read_text(), stderr_path.read_text()[-3000:]

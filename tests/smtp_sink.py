@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.policy
 import socket
@@ -54,6 +55,10 @@ class SmtpSink:
     drop_mail: int = 0
     # EHLOs seen: one a connection.
     ehlos: int = 0
+    # Once this many messages were accepted, every further message waits before its answer until
+    # `holding` is cleared: emails stay on the wire (a relay that went slow) while a test looks.
+    hold_after: int | None = None
+    holding: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -98,6 +103,9 @@ class SmtpSink:
         return "250 OK"
 
     async def handle_DATA(self, server: SMTPProtocol, session: Session, envelope: Envelope) -> str:
+        if self.hold_after is not None and len(self.received) >= self.hold_after:
+            while self.holding:
+                await asyncio.sleep(0.01)
         answer = next((self.refuse_data[r] for r in envelope.rcpt_tos if r in self.refuse_data), None)
         if answer:
             return answer

@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import logging
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -18,6 +22,20 @@ from app.logs import REQUEST_ID, JsonFormatter
 from app.main import create_app
 from app.models import Feed, Source, Watch, WatchAction, WatchActionDelivery, WatchActionRun
 from tests.conftest import ApiUser
+from tests.processes import served_app
+
+
+@pytest.fixture
+def client(app: Any) -> Any:
+    """Scrapes come from loopback, as from a Prometheus beside the service (allowed by default)."""
+    with TestClient(app, raise_server_exceptions=False, client=("127.0.0.1", 50000)) as test_client:
+        yield test_client
+
+
+def scrape(settings: Settings, session_factory: Any, host: str, **headers: str) -> httpx.Response:
+    app = create_app(settings=settings, session_factory=session_factory)
+    with TestClient(app, raise_server_exceptions=False, client=(host, 50000)) as from_host:
+        return from_host.get("/metrics", headers=headers)
 
 
 def sample(text: str, name: str, **labels: str) -> float:
@@ -155,6 +173,63 @@ def test_metrics_token_is_required_when_set(settings: Settings, session_factory:
         assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
         ok = client.get("/metrics", headers={"Authorization": "Bearer scrape-secret"})
         assert ok.status_code == 200 and "tidings_queue_depth" in ok.text
+    # Set, it is required from the allowed networks too, and it opens the scrape from anywhere.
+    assert scrape(settings, session_factory, "127.0.0.1").status_code == 401
+    public = scrape(settings, session_factory, "203.0.113.9", Authorization="Bearer scrape-secret")
+    assert public.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("127.0.0.1", 200),
+        ("127.8.9.10", 200),
+        ("::1", 200),
+        ("10.1.2.3", 200),
+        ("172.20.0.5", 200),  # a docker compose network
+        ("192.168.1.20", 200),
+        ("fd00::7", 200),
+        ("::ffff:10.0.0.5", 200),  # an IPv4 client on a dual-stack socket
+        ("203.0.113.9", 403),
+        ("172.32.0.1", 403),
+        ("2001:db8::1", 403),
+        ("::ffff:203.0.113.9", 403),
+        ("testclient", 403),  # not an address at all
+    ],
+)
+def test_by_default_only_loopback_and_private_networks_may_scrape(
+    settings: Settings, session_factory: Any, host: str, status: int
+) -> None:
+    response = scrape(settings, session_factory, host)
+    assert response.status_code == status, response.text
+    if status == 403:
+        assert "TIDINGS_METRICS_ALLOWED_NETWORKS" in response.text
+        assert "tidings_" not in response.text
+    else:
+        assert "tidings_queue_depth" in response.text
+
+
+def test_the_allowed_networks_are_a_setting(settings: Settings, session_factory: Any) -> None:
+    settings.metrics_allowed_networks = "203.0.113.0/24, 2001:db8::5"
+    assert scrape(settings, session_factory, "203.0.113.200").status_code == 200
+    assert scrape(settings, session_factory, "2001:db8::5").status_code == 200
+    assert scrape(settings, session_factory, "127.0.0.1").status_code == 403
+    settings.metrics_allowed_networks = ""
+    assert scrape(settings, session_factory, "127.0.0.1").status_code == 403
+
+
+@pytest.mark.parametrize("value", ["10.0.0.0/33", "localhost", "10.0.0.0/8,,nope"])
+def test_a_network_that_does_not_parse_stops_the_settings(value: str) -> None:
+    with pytest.raises(ValidationError, match="is not a network"):
+        Settings(metrics_allowed_networks=value)
+
+
+def test_a_served_process_refuses_outside_scrapes(database_url: str, tmp_path: Path) -> None:
+    with served_app(database_url, tmp_path / "var") as base:
+        assert httpx.get(f"{base}/metrics").status_code == 200
+    with served_app(database_url, tmp_path / "var", TIDINGS_METRICS_ALLOWED_NETWORKS="10.0.0.0/8") as base:
+        refused = httpx.get(f"{base}/metrics")
+        assert refused.status_code == 403 and "tidings_" not in refused.text
 
 
 def test_request_ids_are_echoed_or_made_up(client: TestClient) -> None:

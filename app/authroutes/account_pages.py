@@ -3,8 +3,6 @@ create and revoke personal access tokens for the email API (shown once, revoked 
 
 from __future__ import annotations
 
-from datetime import datetime
-from html import escape
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -14,15 +12,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 from starlette.background import BackgroundTask
 
-from app.authroutes.pages import (
-    local_path,
-    page,
-    redirect,
-    sign_in_form,
-    sign_in_url,
-    signed_in_line,
-    with_cookies,
-)
+from app.authroutes.pages import local_path, page, redirect, sign_in_form, sign_in_url, with_cookies
 from app.config import Settings
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
@@ -57,7 +47,7 @@ def sign_in_page(request: Request, response: Response, signed_in: OptionalSessio
     next_path = local_path(request.query_params.get("next"))
     if signed_in is not None:
         return with_cookies(redirect(next_path), response)
-    return with_cookies(page("Sign in", sign_in_form(next_path, heading="Sign in to Tidings")), response)
+    return with_cookies(sign_in_form(next_path), response)
 
 
 @router.post("/account/sign-in", dependencies=[Depends(check_sign_in_origin)])
@@ -67,8 +57,7 @@ async def sign_in_submit(request: Request, db: SessionDep) -> Response:
     username, password = form.get("username", ""), form.get("password", "")
 
     def again(error: str, status: int) -> HTMLResponse:
-        body = sign_in_form(next_path, heading="Sign in to Tidings", error=error, username=username[:30])
-        return page("Sign in", body, status=status)
+        return sign_in_form(next_path, error=error, username=username[:30], status=status)
 
     try:
         signed_in = await sign_in_with_password(
@@ -101,53 +90,18 @@ def sign_out_submit(request: Request, db: SessionDep) -> Response:
     return response
 
 
-def _when(value: datetime | None) -> str:
-    if value is None:
-        return "never"
-    stamp = value.strftime("%Y-%m-%d %H:%M UTC")
-    return f'<time datetime="{value.isoformat()}">{stamp}</time>'
-
-
-def _tokens_page(user: User, tokens: list[PersonalToken], *, new_token: str = "", error: str = "") -> str:
-    parts = [signed_in_line(user), "<h1>Personal access tokens</h1>"]
-    parts.append(
-        "<p>A token lets a program use the email API as you: send it as "
-        "<code>Authorization: Bearer &lt;token&gt;</code>. Revoke a token you no longer use.</p>"
+def _tokens_page(
+    user: User, tokens: list[PersonalToken], *, new_token: str = "", error: str = "", status: int = 200
+) -> HTMLResponse:
+    return page(
+        "account/tokens.html",
+        status=status,
+        user=user,
+        tokens=tokens,
+        new_token=new_token,
+        error=error,
+        name_max_length=TOKEN_NAME_MAX_LENGTH,
     )
-    if new_token:
-        parts.append(
-            '<section aria-labelledby="new-token"><h2 id="new-token">Your new token</h2>'
-            "<p>Copy it now: it is not shown again.</p>"
-            f'<p class="token" id="token-value">{escape(new_token)}</p></section>'
-        )
-    if error:
-        parts.append(f'<p role="alert">{escape(error)}</p>')
-    parts.append(
-        '<h2>Create a token</h2><form method="post" action="/account/tokens">'
-        '<label for="token-name">Name (what will use it)</label>'
-        f'<input type="text" id="token-name" name="name" maxlength="{TOKEN_NAME_MAX_LENGTH}">'
-        '<button type="submit">Create token</button></form>'
-    )
-    parts.append("<h2>Your tokens</h2>")
-    if not tokens:
-        parts.append("<p>You have no tokens.</p>")
-    else:
-        rows = "".join(
-            f"<tr><td>{escape(token.name) or '<em>unnamed</em>'}</td>"
-            f"<td><code>{escape(token.prefix)}…</code></td>"
-            f"<td>{_when(token.created_at)}</td><td>{_when(token.last_used_at)}</td>"
-            f'<td><form method="post" action="/account/tokens/{token.id}/revoke">'
-            '<button type="submit" class="secondary" '
-            f'aria-label="Revoke {escape(token.name or token.prefix)}">Revoke</button></form></td></tr>'
-            for token in tokens
-        )
-        parts.append(
-            '<table><thead><tr><th scope="col">Name</th><th scope="col">Starts with</th>'
-            '<th scope="col">Created</th><th scope="col">Last used</th><th scope="col">'
-            '<span class="visually-hidden">Action</span></th></tr></thead>'
-            f"<tbody>{rows}</tbody></table>"
-        )
-    return "".join(parts)
 
 
 @router.get(TOKENS_PATH)
@@ -155,7 +109,7 @@ def tokens_page(response: Response, signed_in: OptionalSessionUser, db: SessionD
     if signed_in is None:
         return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
     tokens = live_personal_tokens(db, signed_in.user.id)
-    return with_cookies(page("Personal access tokens", _tokens_page(signed_in.user, tokens)), response)
+    return with_cookies(_tokens_page(signed_in.user, tokens), response)
 
 
 @router.post(TOKENS_PATH, dependencies=[Depends(check_cookie_origin)])
@@ -168,11 +122,10 @@ async def create_token_submit(
     user = signed_in.user
     if len(name) > TOKEN_NAME_MAX_LENGTH or "\x00" in name:
         tokens = await run_in_threadpool(live_personal_tokens, db, user.id)
-        body = _tokens_page(user, tokens, error=f"A name is at most {TOKEN_NAME_MAX_LENGTH} characters.")
-        return with_cookies(page("Personal access tokens", body, status=400), response)
+        error = f"A name is at most {TOKEN_NAME_MAX_LENGTH} characters."
+        return with_cookies(_tokens_page(user, tokens, error=error, status=400), response)
     tokens, token = await run_in_threadpool(_create_token, db, user, name)
-    body = _tokens_page(user, tokens, new_token=token)
-    return with_cookies(page("Personal access tokens", body, status=201), response)
+    return with_cookies(_tokens_page(user, tokens, new_token=token, status=201), response)
 
 
 def _create_token(db: Session, user: User, name: str) -> tuple[list[PersonalToken], str]:
@@ -188,12 +141,7 @@ def revoke_token_submit(
         return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
     revoked = revoke_personal_token(db, signed_in.user.id, token_id)
     if revoked is None:
-        body = (
-            signed_in_line(signed_in.user)
-            + "<h1>No such token</h1>"
-            + (f'<p><a href="{TOKENS_PATH}">Back to your tokens</a></p>')
-        )
-        return with_cookies(page("No such token", body, status=404), response)
+        return with_cookies(page("account/no_such_token.html", status=404, user=signed_in.user), response)
     # This process may remember the token for a second: forget it now, and again once the revocation is
     # committed (a request in between could have looked the token up again), so it counts at once.
     lookup: CachedTokenLookup = request.app.state.token_lookup

@@ -43,6 +43,11 @@ POST_ERRORS: dict[int | str, dict[str, Any]] = {
     )
 }
 
+# Size caps of the profile fields (better-auth sets none; they fit the columns): name, email and
+# display username, and the image URL.
+TEXT_MAX_LENGTH = 191
+IMAGE_MAX_LENGTH = 2048
+
 router = APIRouter(prefix="/api/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
 
 
@@ -94,12 +99,12 @@ async def sign_up_email(request: Request, response: Response, db: SessionDep) ->
     fields = validated(
         await read_body(request, form_allowed=True),
         [
-            Field("name", str, min_length=1, max_length=191),
-            Field("email", str, max_length=191),
+            Field("name", str, min_length=1, max_length=TEXT_MAX_LENGTH),
+            Field("email", str, max_length=TEXT_MAX_LENGTH),
             Field("password", str, reject_nul=False),
             Field("username", str, required=False, reject_nul=False),
-            Field("displayUsername", str, required=False, max_length=191),
-            Field("image", str, required=False, nullable=True, max_length=2048),
+            Field("displayUsername", str, required=False, max_length=TEXT_MAX_LENGTH),
+            Field("image", str, required=False, nullable=True, max_length=IMAGE_MAX_LENGTH),
             Field("callbackURL", str, required=False),
             Field("rememberMe", bool, required=False),
         ],
@@ -196,10 +201,10 @@ def update_user(request: Request, signed_in: SessionUser, body: JsonBody, db: Se
     fields = validated(
         body,
         [
-            Field("name", str, required=False, min_length=1, max_length=191),
-            Field("image", str, required=False, nullable=True, max_length=2048),
+            Field("name", str, required=False, min_length=1, max_length=TEXT_MAX_LENGTH),
+            Field("image", str, required=False, nullable=True, max_length=IMAGE_MAX_LENGTH),
             Field("username", str, required=False, reject_nul=False),
-            Field("displayUsername", str, required=False, max_length=191),
+            Field("displayUsername", str, required=False, max_length=TEXT_MAX_LENGTH),
         ],
     )
     update_profile(

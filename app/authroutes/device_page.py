@@ -4,13 +4,13 @@ denies that command line's device session (the page behind the `verification_uri
 
 from __future__ import annotations
 
-from html import escape
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse
 
-from app.authroutes.pages import page, redirect, sign_in_url, signed_in_line, with_cookies
+from app.authroutes.pages import page, redirect, sign_in_url, with_cookies
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
 from app.identity.device_sessions import USER_CODE_LENGTH, complete_device_session, normalize_user_code
@@ -24,21 +24,14 @@ DEVICE_PATH = "/account/device"
 CODE_INPUT_MAX_LENGTH = 32
 
 
-def _code_form(user: User, code: str = "", error: str = "") -> str:
-    alert = f'<p role="alert">{escape(error)}</p>' if error else ""
-    return (
-        signed_in_line(user)
-        + "<h1>Sign in a command line</h1>"
-        + "<p>Type the code your command line shows. Approve it only if you started that sign-in: the "
-        "command line gets a personal access token that acts as you.</p>"
-        + alert
-        + f'<form method="post" action="{DEVICE_PATH}">'
-        '<label for="user-code">Code</label>'
-        f'<input type="text" id="user-code" name="user_code" value="{escape(code)}" required '
-        f'maxlength="{CODE_INPUT_MAX_LENGTH}" autocomplete="off" autocapitalize="characters" '
-        'spellcheck="false" placeholder="BCDF-GHJK">'
-        '<button type="submit" name="decision" value="approve">Approve</button>'
-        '<button type="submit" name="decision" value="deny" class="secondary">Deny</button></form>'
+def _code_form(user: User, code: str = "", error: str = "", status: int = 200) -> HTMLResponse:
+    return page(
+        "account/device.html",
+        status=status,
+        user=user,
+        code=code,
+        error=error,
+        code_max_length=CODE_INPUT_MAX_LENGTH,
     )
 
 
@@ -56,7 +49,7 @@ def device_page(request: Request, response: Response, signed_in: OptionalSession
     if signed_in is None:
         here = DEVICE_PATH + (f"?{urlencode({'user_code': _shown(code)})}" if code else "")
         return with_cookies(redirect(sign_in_url(here)), response)
-    return with_cookies(page("Sign in a command line", _code_form(signed_in.user, _shown(code))), response)
+    return with_cookies(_code_form(signed_in.user, _shown(code)), response)
 
 
 @router.post(DEVICE_PATH, dependencies=[Depends(check_cookie_origin)])
@@ -70,17 +63,10 @@ async def device_submit(
     code = raw_code[:CODE_INPUT_MAX_LENGTH] if isinstance(raw_code, str) else ""
     user = signed_in.user
     if decision not in ("approve", "deny"):
-        body = _code_form(user, _shown(code), "Choose Approve or Deny.")
-        return with_cookies(page("Sign in a command line", body, status=400), response)
+        return with_cookies(_code_form(user, _shown(code), "Choose Approve or Deny.", 400), response)
     approve = decision == "approve"
     try:
         await run_in_threadpool(complete_device_session, db, code, user.id, approve=approve)
     except DomainError as refused:
-        body = _code_form(user, _shown(code), refused.message)
-        return with_cookies(page("Sign in a command line", body, status=refused.status), response)
-    outcome = (
-        "<h1>Command line approved</h1><p>Go back to your command line: it is signed in as you.</p>"
-        if approve
-        else "<h1>Command line denied</h1><p>That command line was refused and gets no token.</p>"
-    )
-    return with_cookies(page("Sign in a command line", signed_in_line(user) + outcome), response)
+        return with_cookies(_code_form(user, _shown(code), refused.message, refused.status), response)
+    return with_cookies(page("account/device_done.html", user=user, approved=approve), response)

@@ -3,7 +3,6 @@ POST /oauth/authorize (the person's decision) and POST /oauth/token (code exchan
 
 from __future__ import annotations
 
-from html import escape
 from urllib.parse import urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -11,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.background import BackgroundTask
 
-from app.authroutes.pages import page, redirect, sign_in_form, signed_in_line, this_path, with_cookies
+from app.authroutes.pages import page, redirect, sign_in_form, this_path, with_cookies
 from app.config import Settings
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
@@ -25,6 +24,7 @@ from app.identity.oauth.authorization import (
 from app.identity.oauth.server import OAuthReply
 from app.identity.origin_guard import check_cookie_origin
 from app.identity.token_lookup import CachedTokenLookup, forget_accounts
+from app.models import User
 
 router = APIRouter(include_in_schema=False)
 
@@ -35,12 +35,7 @@ def _settings(request: Request) -> Settings:
 
 
 def _refused_page(refusal: AuthorizationRefused) -> Response:
-    body = (
-        "<h1>This authorization request cannot be used</h1>"
-        f'<p role="alert">{escape(refusal.message)}</p>'
-        "<p>Go back to the application that sent you here and tell its developers.</p>"
-    )
-    return page("Authorization refused", body, status=400)
+    return page("account/refused.html", status=400, message=refusal.message)
 
 
 def _client_redirect(reply: OAuthReply, *, after_post: bool) -> Response:
@@ -49,23 +44,14 @@ def _client_redirect(reply: OAuthReply, *, after_post: bool) -> Response:
     return redirect(location, status=303 if after_post else 302)
 
 
-def _consent_page(consent: ConsentRequest, signed_in_user_line: str) -> str:
-    parameters = dict(consent.parameters)
-    hidden = "".join(
-        f'<input type="hidden" name="{escape(key)}" value="{escape(value)}">'
-        for key, value in consent.parameters
-    )
-    destination = urlsplit(parameters.get("redirect_uri", "")).netloc
-    back_to = f" You will then be sent back to <strong>{escape(destination)}</strong>." if destination else ""
-    name = escape(consent.client_name)
-    return (
-        f"{signed_in_user_line}<h1>Allow {name} to use your Tidings account?</h1>"
-        f"<p><strong>{name}</strong> asks for access to the email API as you: to read and change your "
-        "contacts, lists, campaigns, automations and forms, and to send campaigns. It keeps this access "
-        f"until you revoke it.{back_to}</p>"
-        f'<form method="post" action="/oauth/authorize">{hidden}'
-        '<button type="submit" name="decision" value="allow">Allow</button>'
-        '<button type="submit" name="decision" value="deny" class="secondary">Deny</button></form>'
+def _consent_page(consent: ConsentRequest, user: User) -> Response:
+    destination = urlsplit(dict(consent.parameters).get("redirect_uri", "")).netloc
+    return page(
+        "account/consent.html",
+        user=user,
+        client_name=consent.client_name,
+        parameters=consent.parameters,
+        destination=destination,
     )
 
 
@@ -81,15 +67,8 @@ async def authorize_page(
     if isinstance(result, OAuthReply):
         return with_cookies(_client_redirect(result, after_post=False), response)
     if signed_in is None:
-        intro = (
-            f"<p><strong>{escape(result.client_name)}</strong> asks for access to your Tidings account. "
-            "Sign in first; you will then be asked whether to allow it.</p>"
-        )
-        body = sign_in_form(this_path(request), heading="Sign in to Tidings", intro=intro)
-        return with_cookies(page("Sign in", body), response)
-    return with_cookies(
-        page("Allow access?", _consent_page(result, signed_in_line(signed_in.user))), response
-    )
+        return with_cookies(sign_in_form(this_path(request), client_name=result.client_name), response)
+    return with_cookies(_consent_page(result, signed_in.user), response)
 
 
 @router.post("/oauth/authorize", dependencies=[Depends(check_cookie_origin)])
@@ -102,8 +81,8 @@ async def authorize_decision(
     pairs = [(key, value) for key, value in pairs if key != "decision"]
     if signed_in is None:
         back = "/oauth/authorize?" + urlencode(pairs)
-        body = sign_in_form(back, heading="Sign in to Tidings", error="Your session ended: sign in again.")
-        return with_cookies(page("Sign in", body, status=401), response)
+        error = "Your session ended: sign in again."
+        return with_cookies(sign_in_form(back, error=error, status=401), response)
     if decision not in ("allow", "deny"):
         return _refused_page(AuthorizationRefused("invalid_request: choose Allow or Deny."))
     result = await run_in_threadpool(

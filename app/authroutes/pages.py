@@ -1,60 +1,33 @@
-"""The small HTML pages of the account and OAuth flows: one plain layout, forms that work without
-JavaScript, labels on every field, and every value escaped."""
+"""The small HTML pages of the account and OAuth flows (templates in app/templates/account/): forms that
+work without JavaScript, labels on every field, every value escaped, never framed nor cached."""
 
 from __future__ import annotations
 
-from html import escape
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from app.kit.templates import html_page
 from app.models import User
 
-STYLE = """
-body { font: 16px/1.5 system-ui, sans-serif; margin: 0; color: #1a1a1a; background: #f6f6f4; }
-main { max-width: 34rem; margin: 3rem auto; padding: 2rem; background: #fff; border-radius: 8px;
-       box-shadow: 0 1px 3px rgba(0,0,0,.15); }
-h1 { font-size: 1.5rem; margin-top: 0; }
-label { display: block; margin: 1rem 0 .25rem; font-weight: 600; }
-input[type=text], input[type=password] { width: 100%; box-sizing: border-box; padding: .5rem;
-       font: inherit; border: 1px solid #767676; border-radius: 4px; }
-button { font: inherit; padding: .5rem 1.25rem; margin: 1rem .5rem 0 0; border-radius: 4px;
-       border: 1px solid #1d4ed8; background: #1d4ed8; color: #fff; cursor: pointer; }
-button.secondary { background: #fff; color: #1d4ed8; }
-button:focus-visible, input:focus-visible, a:focus-visible {
-       outline: 3px solid #f59e0b; outline-offset: 2px; }
-[role=alert] { padding: .75rem; border-radius: 4px; background: #fdecea; color: #8a1c12; }
-.token { font-family: ui-monospace, monospace; word-break: break-all; padding: .75rem;
-       background: #eef6ee; border-radius: 4px; }
-table { width: 100%; border-collapse: collapse; margin-top: 1rem; }
-th, td { text-align: left; padding: .4rem .3rem; border-bottom: 1px solid #ddd; vertical-align: middle; }
-td form button { margin: 0; padding: .25rem .75rem; }
-.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
-.signed-in { color: #555; font-size: .9rem; margin-bottom: 1rem; }
-.signed-in form { display: inline; }
-.signed-in button { margin: 0; padding: 0; border: 0; background: none; color: #1d4ed8;
-       text-decoration: underline; }
-"""
+# Never framed (clickjacking on the consent page) and never cached (tokens are shown once).
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    # No form-action: browsers apply it to the redirect that follows the consent form, which goes
+    # to the client's own site.
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+    "Referrer-Policy": "same-origin",
+}
 
 
-def page(title: str, body: str, *, status: int = 200) -> HTMLResponse:
-    document = (
-        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)} · Tidings</title><style>{STYLE}</style></head>"
-        f"<body><main>{body}</main></body></html>"
-    )
-    # Never framed (clickjacking on the consent page) and never cached (tokens are shown once).
-    headers = {
-        "Cache-Control": "no-store",
-        "X-Frame-Options": "DENY",
-        # No form-action: browsers apply it to the redirect that follows the consent form, which goes
-        # to the client's own site.
-        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-        "Referrer-Policy": "same-origin",
-    }
-    return HTMLResponse(document, status_code=status, headers=headers)
+def page(template: str, *, status: int = 200, user: User | None = None, **context: Any) -> HTMLResponse:
+    """An account page (app/templates/account/): `user` is named above the content as signed in."""
+    if user is not None:
+        context["signed_in_as"] = user_label(user)
+    return html_page(template, status=status, headers=PAGE_HEADERS, **context)
 
 
 def redirect(location: str, status: int = 303) -> RedirectResponse:
@@ -95,26 +68,15 @@ def user_label(user: User) -> str:
     return user.display_username or user.username or user.email
 
 
-def signed_in_line(user: User) -> str:
-    return (
-        # A div: a form cannot sit inside a paragraph.
-        f'<div class="signed-in">Signed in as <strong>{escape(user_label(user))}</strong>. '
-        '<form method="post" action="/account/sign-out"><button type="submit">Sign out</button></form></div>'
-    )
-
-
 def sign_in_form(
-    next_path: str, *, heading: str, intro: str = "", error: str = "", username: str = ""
-) -> str:
-    alert = f'<p role="alert">{escape(error)}</p>' if error else ""
-    return (
-        f"<h1>{escape(heading)}</h1>{intro}{alert}"
-        '<form method="post" action="/account/sign-in">'
-        f'<input type="hidden" name="next" value="{escape(next_path)}">'
-        '<label for="username">Username</label>'
-        f'<input type="text" id="username" name="username" value="{escape(username)}" required '
-        'autocomplete="username" autocapitalize="none" spellcheck="false" maxlength="30">'
-        '<label for="password">Password</label>'
-        '<input type="password" id="password" name="password" required autocomplete="current-password">'
-        '<button type="submit">Sign in</button></form>'
+    next_path: str, *, client_name: str = "", error: str = "", username: str = "", status: int = 200
+) -> HTMLResponse:
+    """The sign-in form, going on to `next_path`; `client_name` when an OAuth client sent the person."""
+    return page(
+        "account/sign_in.html",
+        status=status,
+        next_path=next_path,
+        client_name=client_name,
+        error=error,
+        username=username,
     )

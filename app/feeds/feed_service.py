@@ -126,16 +126,18 @@ def create_feed(
     return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": False}
 
 
-def _next_poll(feed: Feed, now: datetime) -> datetime | None:
-    """When an edited or resumed feed is due: by its interval from its last poll, never in the past;
-    a feed backing off after failures keeps its later time."""
+def _next_poll(feed: Feed, now: datetime, min_poll_seconds: int) -> datetime | None:
+    """When an edited or resumed feed is due: by its interval (raised to the operator's floor, as the
+    poller schedules it) from its last poll, never in the past; a feed backing off after failures
+    keeps its later time."""
     if not feed.is_active:
         return None
     if feed.consecutive_failures and feed.next_poll_at is not None and feed.next_poll_at > now:
         return feed.next_poll_at
     if feed.last_polled_at is None:
         return now
-    return max(now, feed.last_polled_at + timedelta(seconds=feed.poll_interval_seconds))
+    interval = max(feed.poll_interval_seconds, min_poll_seconds)
+    return max(now, feed.last_polled_at + timedelta(seconds=interval))
 
 
 def edit_feed(
@@ -147,6 +149,7 @@ def edit_feed(
     dry_run: bool,
     allow_private: bool,
     now: datetime,
+    min_poll_seconds: int,
 ) -> dict[str, Any]:
     feed = find_feed(session, principal.account.id, feed_id, lock=not dry_run)
     if body.kind != feed.kind:
@@ -176,14 +179,23 @@ def edit_feed(
         if body.sources is not None
         else None
     )
-    feed.next_poll_at = now if feed.is_active and counts and counts.added else _next_poll(feed, now)
+    feed.next_poll_at = (
+        now if feed.is_active and counts and counts.added else _next_poll(feed, now, min_poll_seconds)
+    )
     feed.updated_at = now
     session.flush()
     return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": False}
 
 
 def set_active(
-    session: Session, principal: Principal, feed_id: str, is_active: bool, *, dry_run: bool, now: datetime
+    session: Session,
+    principal: Principal,
+    feed_id: str,
+    is_active: bool,
+    *,
+    dry_run: bool,
+    now: datetime,
+    min_poll_seconds: int,
 ) -> dict[str, Any]:
     feed = find_feed(session, principal.account.id, feed_id, lock=not dry_run)
     sources = feed_sources(session, feed.id)
@@ -193,7 +205,7 @@ def set_active(
         return {**wire, **_view_tail(sources), "dry_run": True}
     if feed.is_active != is_active:
         feed.is_active = is_active
-        feed.next_poll_at = _next_poll(feed, now)
+        feed.next_poll_at = _next_poll(feed, now, min_poll_seconds)
         feed.updated_at = now
         session.flush()
     return {**feed_view(feed, sources), "dry_run": False}

@@ -101,6 +101,7 @@ def edit_feed(
         dry_run=dry_run,
         allow_private=_settings(request).outbound_allow_private,
         now=utcnow(),
+        min_poll_seconds=_settings(request).feed_min_poll_seconds,
     )
 
 
@@ -112,11 +113,17 @@ def edit_feed(
     responses={**INVALID, **MISSING},
 )
 def patch_feed(
-    feed_id: str, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
+    feed_id: str, request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
 ) -> dict[str, Any]:
     patch = validate(FeedPatch, body)
     return feed_service.set_active(
-        session, principal, feed_id, patch.is_active, dry_run=dry_run, now=utcnow()
+        session,
+        principal,
+        feed_id,
+        patch.is_active,
+        dry_run=dry_run,
+        now=utcnow(),
+        min_poll_seconds=_settings(request).feed_min_poll_seconds,
     )
 
 

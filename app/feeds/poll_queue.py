@@ -49,6 +49,7 @@ from app.models import Feed, FeedItem, Source
 LOOKBACK = timedelta(hours=1)
 # A failing source waits its feed's interval times 2^failures, at most this long (or the interval).
 MAX_BACKOFF = timedelta(hours=6)
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Told, in the recording transaction (it only flushes), the ids of the items a poll stored (maybe none)
 # and the poll's moment; what it returns is ignored.
@@ -60,6 +61,7 @@ class ClaimedFeed:
     feed_id: str
     account_id: int
     lease_token: str
+    # The feed's own interval raised to the operator's floor: what this poll schedules the next by.
     poll_interval_seconds: int
     retention_days: int
     jobs: list[SourceJob]
@@ -78,9 +80,18 @@ class FeedPollResult:
     outcomes: list[SourceOutcome] = field(default_factory=list)
 
 
+def retention_start(now: datetime, retention_days: int) -> datetime:
+    """The moment `retention_days` before `now`: year 1 when that is earlier still (a retention of
+    millions of days is a client's choice, and must not overflow the date arithmetic)."""
+    earliest = datetime.min.replace(tzinfo=now.tzinfo)
+    if retention_days >= (now - earliest).days:
+        return earliest
+    return now - timedelta(days=retention_days)
+
+
 def lower_bound(source: Source, retention_days: int, now: datetime) -> datetime:
     """The moment after which a source's items are wanted in this poll."""
-    bound = max(source.start_at, now - timedelta(days=retention_days))
+    bound = max(source.start_at, retention_start(now, retention_days))
     # RSS re-reads the whole document each time and the store drops repeats: no watermark needed.
     # Compared before subtracting: a backfill from year 1 has no moment LOOKBACK before it.
     if source.kind != "rss" and source.last_event_at is not None and source.last_event_at > bound + LOOKBACK:
@@ -88,7 +99,12 @@ def lower_bound(source: Source, retention_days: int, now: datetime) -> datetime:
     return bound
 
 
-def claim_due_feeds(session: Session, now: datetime, limit: int, lease: timedelta) -> list[ClaimedFeed]:
+def claim_due_feeds(
+    session: Session, now: datetime, limit: int, lease: timedelta, *, min_interval_seconds: int = 0
+) -> list[ClaimedFeed]:
+    """Claim up to `limit` due feeds under `lease`. Each claim's interval is the feed's own raised to
+    `min_interval_seconds` (the operator's TIDINGS_FEED_MIN_POLL_SECONDS): the next poll and any
+    backoff are counted from it."""
     rows = session.execute(
         select(
             Feed.id, Feed.account_id, Feed.poll_interval_seconds, Feed.retention_days, Feed.default_field_map
@@ -138,16 +154,22 @@ def claim_due_feeds(session: Session, now: datetime, limit: int, lease: timedelt
         ]
         claimed.append(
             ClaimedFeed(
-                row.id, row.account_id, tokens[row.id], row.poll_interval_seconds, row.retention_days, jobs
+                row.id,
+                row.account_id,
+                tokens[row.id],
+                max(row.poll_interval_seconds, min_interval_seconds),
+                row.retention_days,
+                jobs,
             )
         )
     return claimed
 
 
 def backoff(failures: int, interval_seconds: int, retry_after: float | None) -> timedelta:
-    interval = timedelta(seconds=interval_seconds)
+    # In whole seconds: an interval of 2^31 s times 2^20 is past what a timedelta holds.
     growth: int = 2 ** min(failures, 20)
-    delay = min(interval * growth, max(MAX_BACKOFF, interval))
+    cap = max(int(MAX_BACKOFF.total_seconds()), interval_seconds)
+    delay = timedelta(seconds=min(interval_seconds * growth, cap))
     if retry_after is not None:
         # The upstream's own word may make the wait longer, never shorter.
         delay = max(delay, timedelta(seconds=min(retry_after, 7 * 24 * 3600)))
@@ -373,7 +395,10 @@ def release_lease(session: Session, claim: ClaimedFeed, now: datetime) -> None:
 
 def prune_feeds(session: Session, feed_ids: Sequence[str], retention_days: int, now: datetime) -> int:
     """Items stored more than retention_days ago go (ids are ULIDs: their time is their store time)."""
-    cutoff = ulid_floor(now - timedelta(days=retention_days))
+    start = retention_start(now, retention_days)
+    if start <= UNIX_EPOCH.replace(tzinfo=start.tzinfo):
+        return 0  # no ULID is older than the Unix epoch
+    cutoff = ulid_floor(start)
     result = session.execute(delete(FeedItem).where(FeedItem.feed_id.in_(feed_ids), FeedItem.id < cutoff))
     return int(getattr(result, "rowcount", 0) or 0)
 

@@ -118,7 +118,9 @@ class FeedPoller:
             return 0
         now = self.clock()
         claimed: list[ClaimedFeed] = await self._db(
-            lambda session: claim_due_feeds(session, now, free, self.lease)
+            lambda session: claim_due_feeds(
+                session, now, free, self.lease, min_interval_seconds=self.settings.feed_min_poll_seconds
+            )
         )
         for claim in claimed:
             task = asyncio.create_task(self.poll(claim), name=f"poll feed {claim.feed_id}")

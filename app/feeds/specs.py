@@ -15,9 +15,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from pydantic_core import PydanticCustomError
 
 from app.kit.time import utcnow
+from app.kit.v1_input import MAX_INTEGER
 
 MAX_SOURCES = 1000
 MAX_MAP_ENTRIES = 64
+MAX_MAP_KEY = 200
 MAX_MAP_VALUE = 1000
 # A client's clock may run a little ahead of ours: "now" from it is not "the future".
 CLOCK_SKEW = timedelta(seconds=60)
@@ -29,8 +31,8 @@ def _string_map(value: dict[str, str]) -> dict[str, str]:
     if len(value) > MAX_MAP_ENTRIES:
         raise PydanticCustomError("too_many_entries", f"must have at most {MAX_MAP_ENTRIES} entries")
     for key, item in value.items():
-        if not key or len(key) > 200:
-            raise PydanticCustomError("bad_key", "keys must be 1 to 200 characters")
+        if not key or len(key) > MAX_MAP_KEY:
+            raise PydanticCustomError("bad_key", f"keys must be 1 to {MAX_MAP_KEY} characters")
         if len(item) > MAX_MAP_VALUE:
             raise PydanticCustomError("too_long", f"values must be at most {MAX_MAP_VALUE} characters")
     return value
@@ -185,7 +187,8 @@ class CuratedFeedConfig(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     default_field_map: StringMap = {}
-    retention_days: Annotated[int, Field(ge=1, le=365)] = 30
+    # Any positive number of days, as the seed sets no bound (only the column's size caps it).
+    retention_days: Annotated[int, Field(ge=1, le=MAX_INTEGER)] = 30
 
 
 def _feed_name(value: str) -> str:
@@ -203,7 +206,9 @@ class FeedFields(BaseModel):
     name: Annotated[str, Field(max_length=200), AfterValidator(_feed_name)]
     kind: Annotated[str, Field(max_length=64)] = "curated"
     is_active: bool = True
-    poll_interval_seconds: Annotated[int, Field(ge=60, le=7 * 24 * 3600)] = 300
+    # Any positive interval, stored and returned as given; the poller applies the operator's floor
+    # (TIDINGS_FEED_MIN_POLL_SECONDS) when it schedules the next poll, not the API.
+    poll_interval_seconds: Annotated[int, Field(ge=1, le=MAX_INTEGER)] = 300
     data: CuratedFeedConfig = CuratedFeedConfig()
     sources: Annotated[list[SourceInput] | None, Field(max_length=MAX_SOURCES)] = None
 

@@ -1,19 +1,27 @@
-"""Making accounts and their users (CLI, demo, sign-up)."""
+"""Making accounts and their users (CLI, demo, sign-up), and the operator's changes to them (CLI)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from email_validator import EmailNotValidError, validate_email
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.identity.passwords import hash_password
+from app.identity.passwords import (
+    MAX_PASSWORD_LENGTH,
+    MIN_PASSWORD_LENGTH,
+    PasswordProblem,
+    hash_password,
+    password_problem,
+)
 from app.kit.errors import DomainError
 from app.kit.time import account_zone, midnight_after, utcnow
-from app.models import PLANS, Account, User
+from app.models import PLANS, Account, User, UserSession
 
 USERNAME_MIN_LENGTH = 3
 USERNAME_MAX_LENGTH = 30
@@ -42,17 +50,56 @@ def username_problem(username: str) -> UsernameProblem | None:
     return None
 
 
+def email_key(email: str) -> str:
+    """The form an e-mail address is looked up by: without surrounding whitespace (any Unicode
+    whitespace), lower-cased. The sign-in throttle counts by the same key, so a padded or upper-cased
+    spelling of a locked address is the same locked address."""
+    return email.strip().lower()
+
+
+def username_key(username: str) -> str:
+    """Usernames are stored lowercase and compared lowercase."""
+    return username.lower()
+
+
 def find_user_by_email(session: Session, email: str) -> User | None:
-    return session.scalars(select(User).where(User.email_key == email.strip().lower())).first()
+    return session.scalars(select(User).where(User.email_key == email_key(email))).first()
 
 
 def find_user_by_username(session: Session, username: str) -> User | None:
-    """Usernames are stored lowercase and compared lowercase. Call only with a valid username."""
-    return session.scalars(select(User).where(User.username == username.lower())).first()
+    """Call only with a valid username."""
+    return session.scalars(select(User).where(User.username == username_key(username))).first()
 
 
 def username_owner_id(session: Session, username: str) -> int | None:
-    return session.scalars(select(User.id).where(User.username == username.lower())).first()
+    return session.scalars(select(User.id).where(User.username == username_key(username))).first()
+
+
+_PASSWORD_MESSAGES = {
+    PasswordProblem.EMPTY: "The password must not be empty.",
+    PasswordProblem.TOO_SHORT: f"The password is too short: at least {MIN_PASSWORD_LENGTH} characters.",
+    PasswordProblem.TOO_LONG: f"The password is too long: at most {MAX_PASSWORD_LENGTH} characters.",
+}
+
+
+def check_password(password: str) -> str:
+    """Sign-up's password rules, as a DomainError(400) in words rather than better-auth's codes."""
+    problem = password_problem(password)
+    if problem is not None:
+        raise DomainError(400, _PASSWORD_MESSAGES[problem])
+    return password
+
+
+def check_account_settings(
+    *, plan: str | None = None, contact_limit: int | None = None, daily_send_limit: int | None = None
+) -> None:
+    """The rules of an account's plan and limits (None: not being set)."""
+    if plan is not None and plan not in PLANS:
+        raise DomainError(400, f"Unknown plan {plan!r}: use one of {', '.join(PLANS)}.")
+    if contact_limit is not None and contact_limit < 0:
+        raise DomainError(400, "The contact limit must not be negative.")
+    if daily_send_limit is not None and daily_send_limit < 0:
+        raise DomainError(400, "The daily send limit must not be negative.")
 
 
 def create_user(
@@ -78,25 +125,20 @@ def create_user(
         raise DomainError(400, f"Invalid email: {exc}") from exc
     if not name.strip():
         raise DomainError(400, "The name must not be empty.")
-    if plan not in PLANS:
-        raise DomainError(400, f"Unknown plan {plan!r}: use one of {', '.join(PLANS)}.")
-    if contact_limit < 0:
-        raise DomainError(400, "The contact limit must not be negative.")
+    check_account_settings(plan=plan, contact_limit=contact_limit, daily_send_limit=daily_send_limit)
     if warmup_days < 0:
         raise DomainError(400, "The warm-up must not be negative.")
-    if daily_send_limit is not None and daily_send_limit < 0:
-        raise DomainError(400, "The daily send limit must not be negative.")
     try:
         ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError) as exc:
         raise DomainError(400, f"Unknown time zone {timezone!r}.") from exc
     if find_user_by_email(session, email) is not None:
         raise DomainError(400, f"A user with the email {email} already exists.")
-    username_key = None
+    stored_username = None
     if username is not None:
         if username_problem(username) is not None:
             raise DomainError(400, "A username is 3 to 30 letters, digits, underscores or dots.")
-        username_key = username.lower()
+        stored_username = username_key(username)
         if username_owner_id(session, username) is not None:
             raise DomainError(400, f"The username {username} is taken.")
     account = Account(
@@ -111,9 +153,9 @@ def create_user(
     user = User(
         account_id=account.id,
         email=email,
-        email_key=email.lower(),
+        email_key=email_key(email),
         name=name.strip(),
-        username=username_key,
+        username=stored_username,
         display_username=display_username or username,
         password_hash=hash_password(password) if password else None,
         is_staff=is_staff,
@@ -122,3 +164,92 @@ def create_user(
     session.add(user)
     session.flush()
     return user
+
+
+def user_by_email(session: Session, email: str) -> User:
+    """The user with this email (any case); DomainError(404) naming the email when there is none."""
+    user = find_user_by_email(session, email)
+    if user is None:
+        raise DomainError(404, f"No user with the email {email.strip()}.")
+    return user
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    """A user and their account's plan and limits, as the operator lists them."""
+
+    id: int
+    email: str
+    name: str
+    username: str | None
+    is_staff: bool
+    has_password: bool
+    plan: str
+    contacts_count: int
+    contact_limit: int
+    daily_send_limit: int | None
+    created_at: datetime
+
+
+def user_summaries(session: Session) -> list[UserSummary]:
+    """Every user with their account, oldest first, in one query."""
+    rows = session.execute(
+        select(User, Account).join(Account, Account.id == User.account_id).order_by(User.id)
+    ).all()
+    return [
+        UserSummary(
+            id=user.id,
+            email=user.email,
+            name=user.name,
+            username=user.username,
+            is_staff=user.is_staff,
+            has_password=user.password_hash is not None,
+            plan=account.plan,
+            contacts_count=account.contacts_count,
+            contact_limit=account.contact_limit,
+            daily_send_limit=account.daily_send_limit,
+            created_at=user.created_at,
+        )
+        for user, account in rows
+    ]
+
+
+def update_account_settings(
+    session: Session,
+    user: User,
+    *,
+    plan: str | None = None,
+    contact_limit: int | None = None,
+    daily_send_limit: int | None = None,
+    default_daily_send_limit: bool = False,
+    is_staff: bool | None = None,
+) -> Account:
+    """Change what is given (None: unchanged); `default_daily_send_limit` puts the account back on the
+    server's TIDINGS_DAILY_SEND_LIMIT.
+
+    A contact limit below the contacts already held is allowed: the account keeps them and may add
+    no more until it is under the limit again.
+    """
+    check_account_settings(plan=plan, contact_limit=contact_limit, daily_send_limit=daily_send_limit)
+    if default_daily_send_limit and daily_send_limit is not None:
+        raise DomainError(400, "Give a daily send limit or go back to the default, not both.")
+    account = session.scalars(select(Account).where(Account.id == user.account_id).with_for_update()).one()
+    if plan is not None:
+        account.plan = plan
+    if contact_limit is not None:
+        account.contact_limit = contact_limit
+    if daily_send_limit is not None or default_daily_send_limit:
+        account.daily_send_limit = daily_send_limit
+    if is_staff is not None:
+        user.is_staff = is_staff
+    session.flush()
+    return account
+
+
+def set_user_password(session: Session, user: User, password: str) -> int:
+    """Give the user a new password under sign-up's rules and end their sign-in sessions (whoever
+    knew the old password is signed out); returns how many sessions ended. Tokens keep working."""
+    user.password_hash = hash_password(check_password(password))
+    ended = session.execute(delete(UserSession).where(UserSession.user_id == user.id))
+    session.flush()
+    return int(getattr(ended, "rowcount", 0) or 0)

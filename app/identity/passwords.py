@@ -1,9 +1,35 @@
-"""Password hashing with argon2id (pwdlib)."""
+"""Password hashing with argon2id (pwdlib), and the password rules of sign-up (the CLI applies them too)."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from pwdlib import PasswordHash
 from pwdlib.hashers.argon2 import Argon2Hasher
+
+# better-auth's emailAndPassword defaults.
+MIN_PASSWORD_LENGTH = 8
+MAX_PASSWORD_LENGTH = 128
+
+
+class PasswordProblem(StrEnum):
+    """Why a password cannot be used; the values are better-auth's error codes."""
+
+    EMPTY = "INVALID_PASSWORD"
+    TOO_SHORT = "PASSWORD_TOO_SHORT"
+    TOO_LONG = "PASSWORD_TOO_LONG"
+
+
+def password_problem(password: str) -> PasswordProblem | None:
+    """Checked in better-auth's order: present, then long enough, then not too long."""
+    if not password:
+        return PasswordProblem.EMPTY
+    if len(password) < MIN_PASSWORD_LENGTH:
+        return PasswordProblem.TOO_SHORT
+    if len(password) > MAX_PASSWORD_LENGTH:
+        return PasswordProblem.TOO_LONG
+    return None
+
 
 _hasher = PasswordHash((Argon2Hasher(),))
 # Verified against when the user is unknown, so a miss costs the same time as a wrong password.

@@ -8,75 +8,99 @@ import hashlib
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
-from app.identity.accounts import find_user_by_email, find_user_by_username, username_problem
+from app.identity.accounts import (
+    email_key,
+    find_user_by_email,
+    find_user_by_username,
+    username_key,
+    username_problem,
+)
 from app.identity.auth_errors import AuthCode, auth_error
 from app.identity.passwords import verify_password
 from app.identity.sessions import SignedIn, start_session
+from app.kit.errors import DomainError
 from app.kit.ratelimit import RateDecision, RateLimiter
 from app.models import User
 
-# Failed sign-ins allowed per username and per client address in a moving window of 15 minutes. The
-# address limit is far higher, so people behind one address (an office, a NAT) are not locked out
+# Failed sign-ins allowed in a moving window of 15 minutes: per identifier as looked up, per account
+# (whichever identifier named it: username and e-mail address share one budget) and per client address.
+# The address limit is far higher, so people behind one address (an office, a NAT) are not locked out
 # together by one of them, or by someone guessing at their usernames.
-FAILURES_PER_USERNAME = "10/15 minutes"
+FAILURES_PER_IDENTIFIER = "10/15 minutes"
+FAILURES_PER_ACCOUNT = "10/15 minutes"
 FAILURES_PER_ADDRESS = "100/15 minutes"
 
 
-def check_credentials(db: Session, username: str, password: str, *, by_email: bool = False) -> User | None:
-    """The user these credentials belong to, or None. A malformed or unknown username, a user without a
-    password and a wrong password all cost one argon2 verification, so timing tells them apart no more
-    than the answer does."""
+def identifier_key(identifier: str, *, by_email: bool) -> str:
+    """The identifier exactly as the account lookup reads it, hashed: a 10 KB username would otherwise
+    be a 10 KB key in the limiter's storage."""
+    looked_up = email_key(identifier) if by_email else username_key(identifier)
+    return hashlib.sha256(looked_up.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def find_sign_in_user(db: Session, identifier: str, *, by_email: bool) -> User | None:
+    """The user an identifier names, or None when it is malformed or unknown."""
     if by_email:
-        usable = 0 < len(username) <= 191 and "\x00" not in username
-        user = find_user_by_email(db, username) if usable else None
-    else:
-        user = find_user_by_username(db, username) if username_problem(username) is None else None
+        usable = 0 < len(identifier) <= 191 and "\x00" not in identifier
+        return find_user_by_email(db, identifier) if usable else None
+    return find_user_by_username(db, identifier) if username_problem(identifier) is None else None
+
+
+def password_matches(user: User | None, password: str) -> bool:
+    """An unknown user and a user without a password cost one argon2 verification like a wrong
+    password, so timing tells them apart no more than the answer does."""
     if user is None or user.password_hash is None:
         verify_password(password, None)
-        return None
-    return user if verify_password(password, user.password_hash) else None
-
-
-def _username_key(username: str) -> str:
-    # Hashed: a 10 KB username would otherwise be a 10 KB key in the limiter's storage.
-    return hashlib.sha256(username.lower().encode("utf-8", "surrogatepass")).hexdigest()
+        return False
+    return verify_password(password, user.password_hash)
 
 
 class SignInThrottle:
-    """Counts failed sign-ins per username and per client address. Once either is over its limit, every
-    sign-in for that username (or from that address) is refused, the right password included, until the
-    oldest failure leaves the window: a refusal tells nothing about the guess that was refused."""
+    """Counts failed sign-ins per identifier, per account and per client address. Once any is over its
+    limit, every sign-in for that identifier, account or address is refused, the right password
+    included, until the oldest failure leaves the window: a refusal tells nothing about the guess that
+    was refused."""
 
     def __init__(self, redis_url: str = "") -> None:
-        self.by_username = RateLimiter(FAILURES_PER_USERNAME, redis_url, exact=True)
+        self.by_identifier = RateLimiter(FAILURES_PER_IDENTIFIER, redis_url, exact=True)
+        self.by_account = RateLimiter(FAILURES_PER_ACCOUNT, redis_url, exact=True)
         self.by_address = RateLimiter(FAILURES_PER_ADDRESS, redis_url, exact=True)
 
-    async def refusal(self, username: str, address: str) -> RateDecision | None:
-        """The decision that refuses this attempt, or None when it may go ahead."""
+    async def refusal(self, identifier_key: str, address: str) -> RateDecision | None:
+        """The decision that refuses this attempt before its account is known, or None."""
         for decision in (
-            await self.by_username.peek("sign-in-username", _username_key(username)),
+            await self.by_identifier.peek("sign-in-identifier", identifier_key),
             await self.by_address.peek("sign-in-address", address),
         ):
             if not decision.allowed:
                 return decision
         return None
 
-    async def record_failure(self, username: str, address: str) -> None:
-        await self.by_username.hit("sign-in-username", _username_key(username))
+    async def account_refusal(self, user_id: int) -> RateDecision | None:
+        decision = await self.by_account.peek("sign-in-account", str(user_id))
+        return None if decision.allowed else decision
+
+    async def record_failure(self, identifier_key: str, address: str, user_id: int | None) -> None:
+        await self.by_identifier.hit("sign-in-identifier", identifier_key)
         await self.by_address.hit("sign-in-address", address)
+        if user_id is not None:
+            await self.by_account.hit("sign-in-account", str(user_id))
 
 
-def _check_and_start(
+def _too_many(decision: RateDecision) -> DomainError:
+    wait = str(decision.retry_after)
+    return auth_error(429, AuthCode.TOO_MANY_REQUESTS, headers={"Retry-After": wait, "X-Retry-After": wait})
+
+
+def _verify_and_start(
     db: Session,
-    username: str,
+    user: User | None,
     password: str,
     remember: bool,
     address: str,
     user_agent: str | None,
-    by_email: bool = False,
 ) -> SignedIn | None:
-    user = check_credentials(db, username, password, by_email=by_email)
-    if user is None:
+    if not password_matches(user, password) or user is None:
         return None
     return start_session(db, user, remember=remember, ip_address=address, user_agent=user_agent)
 
@@ -95,17 +119,18 @@ async def sign_in_with_password(
     """A new session for these credentials (`username` is an e-mail address when `by_email`).
     429 TOO_MANY_REQUESTS (with Retry-After) while throttled,
     else 401 INVALID_USERNAME_OR_PASSWORD for any failure, which counts against the throttle."""
-    refusal = await throttle.refusal(username, address)
+    key = identifier_key(username, by_email=by_email)
+    refusal = await throttle.refusal(key, address)
     if refusal is not None:
-        wait = str(refusal.retry_after)
-        raise auth_error(
-            429, AuthCode.TOO_MANY_REQUESTS, headers={"Retry-After": wait, "X-Retry-After": wait}
-        )
+        raise _too_many(refusal)
+    user = await run_in_threadpool(find_sign_in_user, db, username, by_email=by_email)
+    if user is not None:
+        refusal = await throttle.account_refusal(user.id)
+        if refusal is not None:
+            raise _too_many(refusal)
     # argon2 takes tens of milliseconds: a worker thread, not the event loop.
-    signed_in = await run_in_threadpool(
-        _check_and_start, db, username, password, remember, address, user_agent, by_email
-    )
+    signed_in = await run_in_threadpool(_verify_and_start, db, user, password, remember, address, user_agent)
     if signed_in is None:
-        await throttle.record_failure(username, address)
+        await throttle.record_failure(key, address, user.id if user is not None else None)
         raise auth_error(401, AuthCode.INVALID_USERNAME_OR_PASSWORD)
     return signed_in

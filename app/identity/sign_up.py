@@ -11,12 +11,10 @@ from sqlalchemy.orm import Session
 
 from app.identity.accounts import create_user, find_user_by_email, username_owner_id, username_problem
 from app.identity.auth_errors import AuthCode, auth_error
+from app.identity.passwords import password_problem
 from app.identity.sessions import SignedIn, start_session
 from app.models import User
 
-# better-auth's emailAndPassword defaults.
-MIN_PASSWORD_LENGTH = 8
-MAX_PASSWORD_LENGTH = 128
 # Accounts made by sign-up start on the free plan: the operator grants API access (a paid plan).
 SIGN_UP_PLAN = "free"
 
@@ -52,12 +50,9 @@ def sign_up(db: Session, request: SignUpRequest) -> User:
         email = validate_email(request.email.strip(), check_deliverability=False).normalized
     except EmailNotValidError as exc:
         raise auth_error(400, AuthCode.INVALID_EMAIL) from exc
-    if not request.password:
-        raise auth_error(400, AuthCode.INVALID_PASSWORD)
-    if len(request.password) < MIN_PASSWORD_LENGTH:
-        raise auth_error(400, AuthCode.PASSWORD_TOO_SHORT)
-    if len(request.password) > MAX_PASSWORD_LENGTH:
-        raise auth_error(400, AuthCode.PASSWORD_TOO_LONG)
+    problem = password_problem(request.password)
+    if problem is not None:
+        raise auth_error(400, AuthCode(problem.value))
     if find_user_by_email(db, email) is not None:
         raise auth_error(422, AuthCode.USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL)
     try:

@@ -9,6 +9,7 @@ import secrets
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.kit.errors import DomainError
 from app.kit.time import utcnow
 from app.models import PersonalToken, User
 
@@ -55,4 +56,30 @@ def revoke_personal_token(session: Session, user_id: int, token_id: int) -> Pers
     if token is not None:
         token.revoked_at = utcnow()
         session.flush()
+    return token
+
+
+def live_tokens_with_owners(session: Session, user_id: int | None = None) -> list[tuple[PersonalToken, str]]:
+    """Tokens that still work with their owner's email, of one user or of all, oldest first (the CLI)."""
+    query = (
+        select(PersonalToken, User.email)
+        .join(User, User.id == PersonalToken.user_id)
+        .where(PersonalToken.revoked_at.is_(None))
+        .order_by(PersonalToken.id)
+    )
+    if user_id is not None:
+        query = query.where(PersonalToken.user_id == user_id)
+    return [(token, email) for token, email in session.execute(query).all()]
+
+
+def revoke_token_by_id(session: Session, token_id: int) -> PersonalToken:
+    """Revoke any user's token (the operator's CLI); DomainError(404) when no live token has the id.
+    Serving processes remember a token for up to a second, so it stops working within one."""
+    token = session.scalars(select(PersonalToken).where(PersonalToken.id == token_id)).first()
+    if token is None:
+        raise DomainError(404, f"No token with the id {token_id}.")
+    if token.revoked_at is not None:
+        raise DomainError(409, f"The token {token_id} was already revoked.")
+    token.revoked_at = utcnow()
+    session.flush()
     return token

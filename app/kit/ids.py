@@ -3,49 +3,44 @@
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-ULID_PATTERN = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
-_RANDOM_BITS = 80
-_RANDOM_MAX = (1 << _RANDOM_BITS) - 1
+from ulid import ULID, StrictMonotonicPolicy, ULIDGenerator
+
+_RANDOM_BYTES = 10
 _TIME_MAX = (1 << 48) - 1
 
 
-def _encode(value: int) -> str:
-    chars = []
-    for _ in range(26):
-        chars.append(ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+def _system_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _random_with_headroom(_ms: int) -> bytes:
+    # The top bit of the random part starts clear, so counting up within one millisecond (the monotonic
+    # policy) never runs out of successors: the strict policy would raise on an overflow.
+    return (int.from_bytes(os.urandom(_RANDOM_BYTES), "big") >> 1).to_bytes(_RANDOM_BYTES, "big")
 
 
 class UlidFactory:
     """Within one millisecond the random part counts up, so ids made one after another sort in the
-    order they were made (the ULID spec's monotonic mode); a new millisecond draws a fresh random part."""
+    order they were made (the ULID spec's monotonic mode, python-ulid's strict policy); a new
+    millisecond draws a fresh random part. A clock that steps back (NTP) does not step the ids back:
+    they stay on the last millisecond seen and keep counting up."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], int] = _system_ms) -> None:
+        self._clock = clock
         self._lock = threading.Lock()
-        self._last_ms = -1
-        self._last_random = 0
+        self._last_ms = 0
+        self._generator = ULIDGenerator(randomness=_random_with_headroom, policy=StrictMonotonicPolicy())
 
-    def new(self, at_ms: int | None = None) -> str:
+    def new(self) -> str:
         with self._lock:
-            ms = int(time.time() * 1000) if at_ms is None else at_ms
-            if ms <= self._last_ms:
-                ms = self._last_ms
-                random = self._last_random + 1
-                if random > _RANDOM_MAX:
-                    ms += 1
-                    random = int.from_bytes(os.urandom(10), "big") >> 1
-            else:
-                # One bit of headroom: a burst within the millisecond never runs out of successors.
-                random = int.from_bytes(os.urandom(10), "big") >> 1
-            self._last_ms, self._last_random = ms, random
-        return _encode((min(ms, _TIME_MAX) << _RANDOM_BITS) | random)
+            ms = min(max(self._clock(), self._last_ms), _TIME_MAX)
+            self._last_ms = ms
+            return str(self._generator.generate(ms))
 
 
 _factory = UlidFactory()
@@ -60,20 +55,12 @@ def ulid_floor(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     ms = max(0, min(int(moment.timestamp() * 1000), _TIME_MAX))
-    return _encode(ms << _RANDOM_BITS)
+    return str(ULID.from_bytes(ms.to_bytes(6, "big") + bytes(_RANDOM_BYTES)))
 
 
 def normalize_ulid(value: str) -> str | None:
     """`value` as a canonical (upper-case) ULID, or None when it is not one. ULIDs are case-insensitive."""
-    if len(value) != 26:
+    try:
+        return str(ULID.from_str(value))
+    except ValueError:
         return None
-    upper = value.upper()
-    return upper if ULID_PATTERN.fullmatch(upper) else None
-
-
-def ulid_time(value: str) -> datetime:
-    """When a ULID was made (millisecond precision)."""
-    ms = 0
-    for char in value[:10]:
-        ms = ms * 32 + ALPHABET.index(char)
-    return datetime.fromtimestamp(ms / 1000, UTC)

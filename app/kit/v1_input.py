@@ -19,6 +19,9 @@ from app.models import SOURCE_KINDS
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
+# The largest integer a behaviour value (an interval, a retention) may take: what the database's 32-bit
+# integer column holds. Any positive integer up to it is the client's to choose.
+MAX_INTEGER = 2**31 - 1
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 TRUE_WORDS = ("1", "true", "yes", "on")

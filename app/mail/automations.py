@@ -125,7 +125,7 @@ def item_views(session: Session, items: list[AutomationItem], *, with_stats: boo
     }
     campaign_dicts = {view["id"]: view for view in campaign_views(session, list(campaigns.values()))}
     if with_stats:
-        for campaign_id, stats in campaign_stats(session, list(campaign_dicts)).items():
+        for campaign_id, stats in campaign_stats(session, list(campaigns.values())).items():
             campaign_dicts[campaign_id]["stats"] = stats
     return [
         {

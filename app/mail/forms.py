@@ -1,4 +1,4 @@
-"""Forms: read-only /forms routes, and making a form (CLI) with the lists it subscribes to."""
+"""Forms: read-only /forms routes, and making and listing forms (CLI) with the lists they subscribe to."""
 
 from __future__ import annotations
 
@@ -37,6 +37,25 @@ def create_form(session: Session, account_id: int, title: str, list_ids: list[in
         session.add(FormList(form_id=form.id, list_id=list_id))
     session.flush()
     return form
+
+
+def account_forms(session: Session, account_id: int) -> list[tuple[Form, list[int]]]:
+    """The account's live forms, oldest first, each with the ids of the lists it subscribes to."""
+    forms = list(
+        session.scalars(
+            select(Form).where(Form.account_id == account_id, Form.deleted_at.is_(None)).order_by(Form.id)
+        )
+    )
+    lists: dict[int, list[int]] = {form.id: [] for form in forms}
+    if forms:
+        rows = session.execute(
+            select(FormList.form_id, FormList.list_id)
+            .where(FormList.form_id.in_(list(lists)))
+            .order_by(FormList.list_id)
+        )
+        for form_id, list_id in rows:
+            lists[form_id].append(list_id)
+    return [(form, lists[form.id]) for form in forms]
 
 
 @router.get("/forms", response_model=Page[FormOut], summary="List forms")

@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import html
 import ipaddress
 import json
 import logging
@@ -61,6 +60,7 @@ from app.db import SessionDep, transaction
 from app.identity.principal import principal_of
 from app.kit.errors import DomainError, ValidationFailed
 from app.kit.ratelimit import RateDecision, RateLimiter
+from app.kit.templates import html_page
 from app.kit.time import utcnow
 from app.mail.common import valid_id
 from app.mail.contacts import ContactEmail, ContactLimitExceeded, ContactWrite, Name, upsert_contacts
@@ -391,23 +391,6 @@ def confirm_signup(
 
 # ---------------------------------------------------------------------------------------------- pages
 
-STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;line-height:1.5;margin:0;
-color:#1f2328;background:#f6f8fa}
-main{max-width:32rem;margin:2rem auto;padding:1.5rem;background:#fff;border:1px solid #d0d7de;
-border-radius:8px}
-h1{font-size:1.5rem;margin-top:0}
-label{display:block;font-weight:600;margin-top:1rem}
-input{display:block;width:100%;box-sizing:border-box;font:inherit;padding:.5rem;margin-top:.25rem;
-border:1px solid #6e7781;border-radius:4px}
-input:focus,button:focus,a:focus{outline:3px solid #0969da;outline-offset:2px}
-button{margin-top:1.25rem;font:inherit;font-weight:600;padding:.6rem 1.2rem;color:#fff;
-background:#1a56db;border:0;border-radius:4px;cursor:pointer}
-.hint{color:#57606a;font-size:.9rem}
-.error{color:#b3261e;font-weight:600}
-.alert{border:2px solid #b3261e;border-radius:4px;padding:.5rem 1rem}
-.hp{position:absolute;left:-10000px;width:1px;height:1px;overflow:hidden}
-"""
 # No scripts, no outside resources; the form posts only to this service. frame-ancestors is left
 # open: owners may show their form in an iframe on their own site.
 PAGE_HEADERS = {
@@ -420,33 +403,23 @@ PAGE_HEADERS = {
 }
 
 
-def esc(value: str) -> str:
-    # NUL and lone surrogates cannot be written out as UTF-8 HTML; what a person sent is shown without them.
-    cleaned = value.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
-    return html.escape(cleaned, quote=True)
-
-
-def page(title: str, body: str, status: int = 200, headers: dict[str, str] | None = None) -> HTMLResponse:
-    """The one template: `title` is plain text, `body` is HTML already escaped by the caller."""
-    document = (
-        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<meta name="robots" content="noindex">\n'
-        f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n"
-        f"<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n"
-    )
-    return HTMLResponse(document, status_code=status, headers={**PAGE_HEADERS, **(headers or {})})
+def page(
+    template: str, status: int = 200, headers: dict[str, str] | None = None, **context: Any
+) -> HTMLResponse:
+    """A page of app/templates/forms/ with this module's headers."""
+    return html_page(template, status=status, headers={**PAGE_HEADERS, **(headers or {})}, **context)
 
 
 def form_url(settings: Settings, form_id: int) -> str:
     return f"{settings.base_url.rstrip('/')}/f/{form_id}"
 
 
-FIELD_LABELS = {
-    "email": ("Email address", "email", "email"),
-    "first_name": ("First name (optional)", "text", "given-name"),
-    "last_name": ("Last name (optional)", "text", "family-name"),
-}
+# name, label, input type, autocomplete
+FIELD_INPUTS = (
+    ("email", "Email address", "email", "email"),
+    ("first_name", "First name (optional)", "text", "given-name"),
+    ("last_name", "Last name (optional)", "text", "family-name"),
+)
 
 
 def form_page(
@@ -456,44 +429,25 @@ def form_page(
     status: int = 200,
     headers: dict[str, str] | None = None,
 ) -> HTMLResponse:
-    values = values or {}
-    errors = errors or {}
-    parts = [f"<h1>{esc(form.title)}</h1>"]
-    if errors:
-        messages = "".join(f"<li>{esc(m)}</li>" for ms in errors.values() for m in ms)
-        parts.append(
-            '<div class="alert" role="alert" id="problems"><p class="error">Please check the form:</p>'
-            f"<ul>{messages}</ul></div>"
-        )
-    parts.append('<form method="post">')
-    for name, (label, kind, autocomplete) in FIELD_LABELS.items():
-        value = values.get(name)
-        shown = esc(value) if isinstance(value, str) else ""
-        field_errors = errors.get(name, [])
-        required = " required" if name == "email" else ""
-        described = f' aria-invalid="true" aria-describedby="{name}-error"' if field_errors else ""
-        parts.append(
-            f'<label for="{name}">{label}</label>'
-            + "".join(f'<p class="error" id="{name}-error">{esc(m)}</p>' for m in field_errors[:1])
-            + f'<input id="{name}" name="{name}" type="{kind}" autocomplete="{autocomplete}" '
-            f'maxlength="191" value="{shown}"{required}{described}>'
-        )
-    parts.append(
-        f'<div class="hp" aria-hidden="true"><label for="{HONEYPOT}">Leave this field empty</label>'
-        f'<input id="{HONEYPOT}" name="{HONEYPOT}" type="text" tabindex="-1" autocomplete="off"></div>'
-        '<button type="submit">Subscribe</button></form>'
-        '<p class="hint">We will email you a link to confirm your subscription.</p>'
+    # Only text is shown again: a JSON body may have sent anything in a field.
+    shown = {name: value for name, value in (values or {}).items() if isinstance(value, str)}
+    return page(
+        "forms/form.html",
+        status,
+        headers,
+        form=form,
+        values=shown,
+        errors=errors or {},
+        fields=FIELD_INPUTS,
+        honeypot=HONEYPOT,
     )
-    title = f"Error: {form.title}" if errors else form.title
-    return page(title, "\n".join(parts), status, headers)
 
 
 def message_page(
-    title: str, paragraphs: list[str], status: int = 200, headers: dict[str, str] | None = None
+    heading: str, paragraphs: list[str], status: int = 200, headers: dict[str, str] | None = None
 ) -> HTMLResponse:
-    """A page of a heading and paragraphs, each already escaped HTML."""
-    body = f"<h1>{esc(title)}</h1>" + "".join(f"<p>{p}</p>" for p in paragraphs)
-    return page(title, body, status, headers)
+    """A page of a heading and paragraphs of plain text."""
+    return page("forms/message.html", status, headers, heading=heading, paragraphs=paragraphs)
 
 
 def not_found_page() -> HTMLResponse:
@@ -542,14 +496,7 @@ async def submit_form(id: str, request: Request) -> HTMLResponse:
         return form_page(
             form, raw, refused.errors or {"form": [refused.message]}, refused.status, refused.headers
         )
-    return message_page(
-        "Check your inbox",
-        [
-            f"We sent an email to <strong>{esc(signup.email)}</strong>.",
-            f"Click the link in it to finish subscribing to {esc(form.title)}. If it does not arrive in a "
-            "few minutes, look in your spam folder, or fill in the form again.",
-        ],
-    )
+    return page("forms/check_inbox.html", email=signup.email, form_title=form.title)
 
 
 @router.get("/f/confirm/{token}", response_class=HTMLResponse)
@@ -584,16 +531,5 @@ def confirm(token: str, request: Request) -> HTMLResponse:
     if confirmation.outcome is Confirmed.GONE or form is None:
         return not_found_page()
     if confirmation.outcome is Confirmed.STALE:
-        return message_page(
-            "Link no longer valid",
-            [
-                "Your subscription changed after this link was sent, so the link no longer works.",
-                f'To subscribe again, please <a href="{esc(form_url(settings, form.id))}">fill in the '
-                "sign-up form</a> again.",
-            ],
-            410,
-        )
-    return message_page(
-        "You are subscribed",
-        [f"Thank you. <strong>{esc(signup.email)}</strong> is now subscribed to {esc(form.title)}."],
-    )
+        return page("forms/stale.html", 410, form_url=form_url(settings, form.id))
+    return page("forms/subscribed.html", email=signup.email, form_title=form.title)

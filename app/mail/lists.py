@@ -1,4 +1,5 @@
-"""Contact lists: /lists routes, their members, and the in-use check before deletion."""
+"""Contact lists: /lists routes, their members, the in-use check before deletion, and the CLI's making and
+listing of an account's lists."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
-from app.kit.errors import Conflict, NotFound
+from app.kit.errors import Conflict, DomainError, NotFound
 from app.kit.time import utcnow
 from app.mail.common import RowId, owned, paginate
 from app.mail.contacts import ContactFilter, contact_listing, live_contacts, search
@@ -60,6 +61,27 @@ def list_views(session: Session, lists: list[ContactList]) -> list[dict[str, Any
         }
         for item in lists
     ]
+
+
+def make_list(session: Session, account_id: int, user_id: int, name: str) -> dict[str, Any]:
+    """A new list of the account (the CLI; the API's route checks the name with its own schema)."""
+    name = name.strip()
+    if not name or len(name) > 191:
+        raise DomainError(400, "A list name is 1 to 191 characters.")
+    contact_list = ContactList(account_id=account_id, user_id=user_id, name=name)
+    session.add(contact_list)
+    session.flush()
+    return list_views(session, [contact_list])[0]
+
+
+def account_lists(session: Session, account_id: int) -> list[dict[str, Any]]:
+    """The account's live lists with their counts, oldest first."""
+    lists = session.scalars(
+        select(ContactList)
+        .where(ContactList.account_id == account_id, ContactList.deleted_at.is_(None))
+        .order_by(ContactList.id)
+    )
+    return list_views(session, list(lists))
 
 
 def list_usages(session: Session, list_id: int) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Generic, TypeVar
+from typing import Annotated, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
@@ -41,6 +41,34 @@ class ContactListOut(Out):
     updated_at: Timestamp
 
 
+SendingState = Literal["draft", "queued", "sending", "sent", "halted"]
+
+# Beyond SendFox (added fields; its clients ignore them): where sending stands, and the campaign's
+# emails by where they are.
+SendingStateField = Annotated[
+    SendingState,
+    Field(
+        description="Beyond SendFox: `draft` (not asked to send), `queued` (scheduled, not started), "
+        "`sending` (emails still queued or in flight), `sent` (every email sent, failed or cancelled), "
+        "`halted` (stopped by its bounce rate)."
+    ),
+]
+RecipientsTotal = Annotated[
+    int, Field(description="Beyond SendFox: the emails the campaign was fanned out into, one a recipient.")
+]
+PendingCount = Annotated[int, Field(description="Beyond SendFox: emails still queued or being sent.")]
+FailedCount = Annotated[
+    int, Field(description="Beyond SendFox: emails the mail server refused, or that failed to send.")
+]
+CancelledCount = Annotated[
+    int,
+    Field(
+        description="Beyond SendFox: emails dropped unsent (the contact unsubscribed, bounced or was "
+        "deleted, or the campaign halted)."
+    ),
+]
+
+
 class CampaignOut(Out):
     id: int
     title: str
@@ -54,6 +82,12 @@ class CampaignOut(Out):
     lists: list[int] = []
     created_at: Timestamp
     updated_at: Timestamp
+    sending_state: SendingStateField
+    recipients_total: RecipientsTotal
+    pending_count: PendingCount
+    sent_count: Annotated[int, Field(description="Beyond SendFox: emails sent so far (as in its stats).")]
+    failed_count: FailedCount
+    cancelled_count: CancelledCount
 
 
 class CampaignStatsOut(BaseModel):
@@ -68,6 +102,11 @@ class CampaignStatsOut(BaseModel):
     unsubscribe_rate: float
     bounce_rate: float
     spam_rate: float
+    sending_state: SendingStateField
+    recipients_total: RecipientsTotal
+    pending_count: PendingCount
+    failed_count: FailedCount
+    cancelled_count: CancelledCount
 
 
 class AutomationTriggerOut(Out):

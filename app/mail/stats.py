@@ -1,14 +1,18 @@
-"""Campaign statistics and list averages, computed from deliverables (so they are right mid-send).
+"""Campaign statistics, sending totals and list averages, computed from deliverables (so they are
+right mid-send, whichever worker sends).
 
 Rates and averages are percentages from 0 to 100 with two decimals, 0.0 while nothing was sent.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
-from app.mail.schemas import CampaignStatsOut
+from app.mail.schemas import CampaignStatsOut, SendingState
 from app.models import Campaign, CampaignList, Deliverable
 
 
@@ -16,31 +20,94 @@ def _percent(part: int, whole: int) -> float:
     return round(part * 100.0 / whole, 2) if whole else 0.0
 
 
-def campaign_stats(session: Session, campaign_ids: list[int]) -> dict[int, CampaignStatsOut]:
-    """Stats for each campaign id (campaigns with no deliverables get zeros)."""
+@dataclass(frozen=True, slots=True)
+class SendingTotals:
+    """A campaign's emails by where they are (`failed` never reached the mail server's acceptance:
+    a bounce reported after sending counts as sent, and as a bounce in the stats)."""
+
+    recipients: int = 0
+    pending: int = 0
+    sent: int = 0
+    failed: int = 0
+    cancelled: int = 0
+
+    def state(self, campaign: Campaign) -> SendingState:
+        if campaign.halted_at is not None:
+            return "halted"
+        if self.pending:
+            return "sending"
+        # A fan-out sets sent_at and queues the emails together: none queued after it means done
+        # (also for a campaign that had no recipients). An automation email has deliverables only.
+        if campaign.sent_at is not None or self.recipients:
+            return "sent"
+        return "queued" if campaign.scheduled_at is not None else "draft"
+
+    def wire(self, campaign: Campaign) -> dict[str, Any]:
+        return {
+            "sending_state": self.state(campaign),
+            "recipients_total": self.recipients,
+            "pending_count": self.pending,
+            "failed_count": self.failed,
+            "cancelled_count": self.cancelled,
+        }
+
+
+def _totals_columns() -> list[Any]:
+    refused = and_(Deliverable.sent_at.is_(None), Deliverable.state.in_(("failed", "bounced")))
+    return [
+        func.count().label("recipients"),
+        func.count(case((Deliverable.state.in_(("queued", "sending")), 1))).label("pending"),
+        func.count(Deliverable.sent_at).label("sent"),
+        func.count(case((refused, 1))).label("failed"),
+        func.count(case((Deliverable.state == "cancelled", 1))).label("cancelled"),
+    ]
+
+
+def _totals(row: Any) -> SendingTotals:
+    return SendingTotals(row.recipients, row.pending, row.sent, row.failed, row.cancelled)
+
+
+def sending_totals(session: Session, campaign_ids: list[int]) -> dict[int, SendingTotals]:
+    """SendingTotals of each campaign id, in one query (campaigns with no deliverables get zeros)."""
+    found: dict[int, SendingTotals] = {campaign_id: SendingTotals() for campaign_id in campaign_ids}
+    if campaign_ids:
+        query = (
+            select(Deliverable.campaign_id, *_totals_columns())
+            .where(Deliverable.campaign_id.in_(campaign_ids))
+            .group_by(Deliverable.campaign_id)
+        )
+        for row in session.execute(query):
+            found[row.campaign_id] = _totals(row)
+    return found
+
+
+def campaign_stats(session: Session, campaigns: list[Campaign]) -> dict[int, CampaignStatsOut]:
+    """Stats for each campaign (campaigns with no deliverables get zeros), in one query."""
     counts = {
         row.campaign_id: row
         for row in session.execute(
             select(
                 Deliverable.campaign_id,
-                func.count(Deliverable.sent_at).label("sent"),
                 func.count(Deliverable.opened_at).label("opened"),
                 func.count(Deliverable.clicked_at).label("clicked"),
                 func.count(Deliverable.unsubscribed_at).label("unsubscribed"),
                 func.count(Deliverable.bounced_at).label("bounced"),
                 func.count(Deliverable.spam_at).label("spam"),
+                *_totals_columns(),
             )
-            .where(Deliverable.campaign_id.in_(campaign_ids))
+            .where(Deliverable.campaign_id.in_([c.id for c in campaigns]))
             .group_by(Deliverable.campaign_id)
         )
     }
     result: dict[int, CampaignStatsOut] = {}
-    for campaign_id in campaign_ids:
-        row = counts.get(campaign_id)
-        sent, opened, clicked, unsubscribed, bounced, spam = (
-            (row.sent, row.opened, row.clicked, row.unsubscribed, row.bounced, row.spam) if row else (0,) * 6
+    for campaign in campaigns:
+        row = counts.get(campaign.id)
+        totals = _totals(row) if row else SendingTotals()
+        opened, clicked, unsubscribed, bounced, spam = (
+            (row.opened, row.clicked, row.unsubscribed, row.bounced, row.spam) if row else (0,) * 5
         )
-        result[campaign_id] = CampaignStatsOut(
+        sent = totals.sent
+        result[campaign.id] = CampaignStatsOut(
             sent_count=sent,
             unique_open_count=opened,
             unique_click_count=clicked,
@@ -52,6 +119,7 @@ def campaign_stats(session: Session, campaign_ids: list[int]) -> dict[int, Campa
             unsubscribe_rate=_percent(unsubscribed, sent),
             bounce_rate=_percent(bounced, sent),
             spam_rate=_percent(spam, sent),
+            **totals.wire(campaign),
         )
     return result
 

@@ -21,7 +21,6 @@ import hmac
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from html import escape
 from string import printable
 from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
@@ -34,6 +33,7 @@ from sqlalchemy.orm import Session
 from app.db import SessionDep, WriteSessionDep
 from app.identity.dependencies import Unauthenticated, bearer_token
 from app.kit.errors import NotFound
+from app.kit.templates import html_page
 from app.kit.time import utcnow
 from app.mail.automation_runs import on_campaign_event
 from app.mail.bounces import Report, apply_reports, parse_reports
@@ -144,46 +144,21 @@ def unsubscribe_by_link(session: Session, deliverable_id: int, now: datetime) ->
 # ---------------------------------------------------------------------------------------------- pages
 
 
-def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
-    html = (
-        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{escape(title)}</title>\n"
-        "<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;"
-        "line-height:1.5;color:#1a1a1a;background:#fff}button{font-size:1rem;padding:.6rem 1.2rem;"
-        "cursor:pointer}button:focus-visible{outline:3px solid #1a5fb4;outline-offset:2px}</style>\n"
-        f"</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n"
-    )
-    return HTMLResponse(html, status_code=status, headers=PAGE_HEADERS)
+def _page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """A page of app/templates/unsubscribe/ (the click redirect's 404 too) with this module's headers."""
+    return html_page(template, status=status, headers=PAGE_HEADERS, **context)
 
 
 def _not_found_page() -> HTMLResponse:
-    return _page(
-        "Link not valid",
-        "<h1>This link is not valid</h1>\n<p>Check that the whole link was copied from the email.</p>",
-        404,
-    )
+    return _page("unsubscribe/invalid_link.html", 404)
 
 
 def _confirm_page(sender: Sender) -> HTMLResponse:
-    # No action attribute: the form posts back to the address the page was fetched from, whatever
-    # prefix a proxy in front of the service adds.
-    return _page(
-        "Unsubscribe",
-        '<h1 id="title">Unsubscribe</h1>\n'
-        f'<p id="what">You will no longer get emails from {escape(sender.from_name)}.</p>\n'
-        '<form method="post" aria-labelledby="title" aria-describedby="what">\n'
-        '<input type="hidden" name="List-Unsubscribe" value="One-Click">\n'
-        '<button type="submit">Unsubscribe</button>\n</form>',
-    )
+    return _page("unsubscribe/confirm.html", from_name=sender.from_name)
 
 
 def _done_page(sender: Sender) -> HTMLResponse:
-    return _page(
-        "Unsubscribed",
-        "<h1>You are unsubscribed</h1>\n"
-        f'<p role="status">You will no longer get emails from {escape(sender.from_name)}.</p>',
-    )
+    return _page("unsubscribe/done.html", from_name=sender.from_name)
 
 
 # ---------------------------------------------------------------------------------------------- routes

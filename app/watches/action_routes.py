@@ -15,6 +15,7 @@ from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.watches import chain_service
 from app.watches.specs import ActionInput
+from app.watches.watch_routes import action_rules
 from app.watches.wire import WatchActionMutationResponse, WatchActionWire
 
 router = V1Router(tags=["Watches"])
@@ -57,7 +58,7 @@ def edit_action(
         action_id,
         item,
         dry_run=dry_run,
-        allow_private=bool(request.app.state.settings.outbound_allow_private),
+        rules=action_rules(request),
         now=utcnow(),
     )
     return timestamped_json_response(edited)

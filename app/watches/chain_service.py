@@ -4,6 +4,7 @@ n-1). Every chain change holds the watch's row lock, so two edits of one chain d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,6 +19,7 @@ from app.kit.ids import new_ulid, normalize_ulid
 from app.kit.safe_http import literal_host_problem
 from app.kit.v1_input import field_errors, invalid
 from app.models import Watch, WatchAction
+from app.watches.engines.base import SetupProblem
 from app.watches.lookup import find_action, find_watch
 from app.watches.secrets import restore_secrets
 from app.watches.specs import CONFIG_MODELS, MAX_ACTIONS, ActionInput
@@ -26,6 +28,19 @@ from app.watches.wire import action_wire
 # Ranks move out of the way through this offset first, so the unique (watch_id, rank) never sees two
 # actions at one rank while a chain is renumbered.
 RANK_OFFSET = 1_000_000
+
+
+# The actions that call an engine: their config has an `engine` (EngineSpec).
+ENGINE_ACTIONS = ("semantic_filter", "extract")
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRules:
+    """What checking an action needs from the server: whether webhooks may reach private addresses,
+    and why an engine kind (empty: the default) cannot run here, if it cannot."""
+
+    allow_private: bool
+    engine_problem: Callable[[str], SetupProblem | None]
 
 
 @dataclass(slots=True)
@@ -37,13 +52,27 @@ class CheckedAction:
     existing: WatchAction | None = None
 
 
+def engine_errors(
+    kind: str, config: dict[str, Any], path: str, errors: dict[str, list[str]], rules: ActionRules
+) -> bool:
+    """An engine action whose engine cannot run here (none configured, the optional package missing)
+    goes into `errors` with what GET /v1/engines says of it: accepted, it would only fail every run."""
+    if kind not in ENGINE_ACTIONS:
+        return False
+    problem = rules.engine_problem(str(config["engine"]["kind"]))
+    if problem is None:
+        return False
+    errors.setdefault(f"{path}.config.engine", []).append(problem.message())
+    return True
+
+
 def check_action(
     item: ActionInput,
     prior: WatchAction | None,
     path: str,
     errors: dict[str, list[str]],
     *,
-    allow_private: bool,
+    rules: ActionRules,
 ) -> CheckedAction | None:
     """Validates one action input into `errors` (paths under `path`); None when it is invalid."""
     model = CONFIG_MODELS[item.kind]
@@ -52,6 +81,8 @@ def check_action(
     except ValidationError as exc:
         for name, messages in field_errors(exc, prefix=f"{path}.config").items():
             errors.setdefault(name, []).extend(messages)
+        return None
+    if engine_errors(item.kind, config, path, errors, rules):
         return None
     if item.kind == "webhook":
         stored = prior.config if prior is not None and prior.kind == "webhook" else None
@@ -63,7 +94,7 @@ def check_action(
             )
         if unresolved:
             return None
-        problem = literal_host_problem(config["url"], allow_private=allow_private)
+        problem = literal_host_problem(config["url"], allow_private=rules.allow_private)
         if problem is not None:
             errors.setdefault(f"{path}.config.url", []).append(f"The URL {problem}.")
             return None
@@ -88,7 +119,7 @@ def chains_of(session: Session, watch_ids: list[str]) -> dict[str, list[WatchAct
 
 
 def check_chain(
-    items: list[ActionInput], existing: list[WatchAction], *, allow_private: bool
+    items: list[ActionInput], existing: list[WatchAction], *, rules: ActionRules
 ) -> tuple[list[CheckedAction], dict[str, list[str]]]:
     """A whole chain (`actions` of a watch create or edit): inputs with an `id` are the existing actions
     they name (kept in place with their history; a masked secret comes back from that same action),
@@ -112,7 +143,7 @@ def check_chain(
                 errors.setdefault(f"{path}.id", []).append("The same action appears twice in the chain.")
                 continue
             seen.add(prior.id)
-        result = check_action(item, prior, path, errors, allow_private=allow_private)
+        result = check_action(item, prior, path, errors, rules=rules)
         if result is not None:
             checked.append(result)
     return checked, errors
@@ -203,12 +234,12 @@ def add_action(
     item: ActionInput,
     *,
     dry_run: bool,
-    allow_private: bool,
+    rules: ActionRules,
     now: datetime,
 ) -> dict[str, Any]:
     watch = find_watch(session, principal.account.id, watch_id)
     errors: dict[str, list[str]] = {}
-    checked = check_action(item, None, "body", errors, allow_private=allow_private)
+    checked = check_action(item, None, "body", errors, rules=rules)
     if checked is None:
         raise invalid(_unprefixed(errors))
     if not dry_run:
@@ -217,13 +248,18 @@ def add_action(
     # The same cap as a whole chain sent with the watch: adding one at a time must not get past it.
     if len(current) >= MAX_ACTIONS:
         raise invalid({"body": [f"The watch already has {MAX_ACTIONS} actions, the most a chain holds."]})
-    at = len(current) if item.rank is None else min(item.rank, len(current))
+    at = len(current) if item.rank is None else place(item.rank, len(current))
     wanted = [CheckedAction(a.kind, a.config, a) for a in current]
     wanted.insert(at, checked)
     if dry_run:
         return {"action": preview_chain(watch.id, wanted)[at], "dry_run": True}
     chain = apply_chain(session, watch, wanted, current, now)
     return {"action": action_wire(chain[at]), "dry_run": False}
+
+
+def place(rank: int, size: int) -> int:
+    """Where `rank` puts an action among `size` others: any integer is clamped to 0 ... size."""
+    return max(0, min(rank, size))
 
 
 def edit_action(
@@ -233,12 +269,12 @@ def edit_action(
     item: ActionInput,
     *,
     dry_run: bool,
-    allow_private: bool,
+    rules: ActionRules,
     now: datetime,
 ) -> dict[str, Any]:
     action = find_action(session, principal.account.id, action_id)
     errors: dict[str, list[str]] = {}
-    checked = check_action(item, action, "body", errors, allow_private=allow_private)
+    checked = check_action(item, action, "body", errors, rules=rules)
     if checked is None:
         raise invalid(_unprefixed(errors))
     if not dry_run:
@@ -247,7 +283,7 @@ def edit_action(
     wanted = [CheckedAction(a.kind, a.config, a) for a in current]
     position = next(i for i, a in enumerate(current) if a.id == action.id)
     moved = wanted.pop(position)
-    to = position if item.rank is None else min(item.rank, len(wanted))
+    to = position if item.rank is None else place(item.rank, len(wanted))
     wanted.insert(to, CheckedAction(checked.kind, checked.config, moved.existing))
     if dry_run:
         return {"action": preview_chain(action.watch_id, wanted)[to], "dry_run": True}

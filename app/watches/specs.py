@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from app.kit.v1_input import MAX_INTEGER
 from app.models import ACTION_KINDS
 from app.watches.engines.names import ENGINE_KINDS, SEMANTIC_ONLY_ENGINES
 
@@ -18,12 +19,12 @@ MAX_ACTIONS = 50
 MAX_WATCH_FEEDS = 100
 MAX_INCLUDE_FIELDS = 64
 MAX_HEADERS = 64
+MAX_HEADER_NAME = 200
+MAX_HEADER_VALUE = 4096
 MAX_EXTRACT_FIELDS = 64
 # The seed bounds extract instructions (2048); a filter's instructions get the same order of room.
 MAX_FILTER_INSTRUCTIONS = 8000
 MAX_EXTRACT_INSTRUCTIONS = 2048
-# A digest window longer than a month is a mistake, not a cadence.
-MAX_DIGEST_INTERVAL = 31 * 24 * 3600
 # RFC 9110 token characters: what a header name may be made of.
 HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # What a header value may be, sent verbatim: visible ASCII, with spaces and tabs only inside (RFC 9110
@@ -115,7 +116,9 @@ IncludeFields = Annotated[
 
 class _Delivery(_Config):
     delivery: Literal["instant", "digest"] = "instant"
-    digest_interval_seconds: Annotated[int, Field(ge=0, le=MAX_DIGEST_INTERVAL)] = 0
+    # At least 0 (the seed's bound) and nothing more: any window length is the client's to choose, up
+    # to the largest integer a behaviour value takes (its windows then still end before year 9999).
+    digest_interval_seconds: Annotated[int, Field(ge=0, le=MAX_INTEGER)] = 0
     include_fields: IncludeFields = []
 
     def cadence(self) -> str:
@@ -154,15 +157,18 @@ def _headers(value: dict[str, str]) -> dict[str, str]:
     if len(value) > MAX_HEADERS:
         raise PydanticCustomError("too_many_entries", f"must have at most {MAX_HEADERS} entries")
     for name, item in value.items():
-        if not HEADER_NAME.fullmatch(name) or len(name) > 200:
-            raise PydanticCustomError("header_name", "header names must be 1 to 200 token characters")
+        if not HEADER_NAME.fullmatch(name) or len(name) > MAX_HEADER_NAME:
+            raise PydanticCustomError(
+                "header_name", f"header names must be 1 to {MAX_HEADER_NAME} token characters"
+            )
         if name.lower() in FRAMING_HEADERS:
             raise PydanticCustomError(
                 "header_name", "{name} is set by the sender from the body; leave it out", {"name": name}
             )
-        if len(item) > 4096 or any(c in item for c in "\r\n\x00"):
+        if len(item) > MAX_HEADER_VALUE or any(c in item for c in "\r\n\x00"):
             raise PydanticCustomError(
-                "header_value", "header values must be at most 4096 characters, without line breaks"
+                "header_value",
+                f"header values must be at most {MAX_HEADER_VALUE} characters, without line breaks",
             )
         if not HEADER_VALUE.fullmatch(item):
             raise PydanticCustomError(
@@ -201,7 +207,8 @@ class ActionInput(BaseModel):
     id: Annotated[str, Field(max_length=64)] = ""
     kind: str
     config: dict[str, Any]
-    rank: Annotated[int, Field(ge=0, le=10_000)] | None = None
+    # Any integer: the chain service clamps it to a place (below 0 is first, past the end is last).
+    rank: int | None = None
 
     @field_validator("kind")
     @classmethod

@@ -14,6 +14,7 @@ from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.watches import chain_service, watch_service
+from app.watches.engine_routes import request_engines
 from app.watches.specs import ActionInput, WatchInput, WatchPatch
 from app.watches.wire import (
     WatchActionListResponse,
@@ -38,8 +39,11 @@ CHAIN_NOTE = (
 )
 
 
-def _allow_private(request: Request) -> bool:
-    return bool(request.app.state.settings.outbound_allow_private)
+def action_rules(request: Request) -> chain_service.ActionRules:
+    return chain_service.ActionRules(
+        allow_private=bool(request.app.state.settings.outbound_allow_private),
+        engine_problem=request_engines(request).setup_problem,
+    )
 
 
 @router.get("/v1/watches", response_model=WatchListResponse, summary="List watches, newest first")
@@ -64,7 +68,7 @@ def create_watch(
         principal,
         watch_input,
         dry_run=dry_run,
-        allow_private=_allow_private(request),
+        rules=action_rules(request),
         now=utcnow(),
     )
     return timestamped_json_response(created, status_code=200 if dry_run else 201)
@@ -98,7 +102,7 @@ def edit_watch(
         watch_id,
         watch_input,
         dry_run=dry_run,
-        allow_private=_allow_private(request),
+        rules=action_rules(request),
         now=utcnow(),
     )
     return timestamped_json_response(edited)
@@ -122,7 +126,7 @@ def patch_watch(
         watch_id,
         patch,
         dry_run=dry_run,
-        allow_private=_allow_private(request),
+        rules=action_rules(request),
         now=utcnow(),
     )
     return timestamped_json_response(edited)
@@ -172,7 +176,7 @@ def add_action(
         watch_id,
         item,
         dry_run=dry_run,
-        allow_private=_allow_private(request),
+        rules=action_rules(request),
         now=utcnow(),
     )
     return timestamped_json_response(added, status_code=200 if dry_run else 201)

@@ -14,10 +14,12 @@ from app.kit.ids import new_ulid, normalize_ulid
 from app.kit.v1_input import Cursor, invalid
 from app.models import Feed, Watch, WatchAction, WatchFeed
 from app.watches.chain_service import (
+    ActionRules,
     CheckedAction,
     apply_chain,
     chain_of,
     check_chain,
+    engine_errors,
     preview_chain,
 )
 from app.watches.lookup import find_watch
@@ -103,15 +105,21 @@ def _checked_inputs(
     actions: list[ActionInput] | None,
     current: list[WatchAction],
     *,
-    allow_private: bool,
+    rules: ActionRules,
+    turning_on: bool = False,
 ) -> tuple[list[str] | None, list[CheckedAction] | None]:
+    """The feeds and chain a write sends, checked. `turning_on` (an edit that sends `is_active: true`
+    and no chain) checks the stored chain's engines too: a watch is not switched on to fail every run."""
     errors: dict[str, list[str]] = {}
     feeds = _check_feeds(session, account_id, feed_ids, errors) if feed_ids is not None else None
     chain = None
     if actions is not None:
-        chain, chain_errors = check_chain(actions, current, allow_private=allow_private)
+        chain, chain_errors = check_chain(actions, current, rules=rules)
         for name, messages in chain_errors.items():
             errors.setdefault(name, []).extend(messages)
+    elif turning_on:
+        for index, action in enumerate(current):
+            engine_errors(action.kind, action.config, f"actions[{index}]", errors, rules)
     if errors:
         raise invalid(errors)
     return feeds, chain
@@ -123,12 +131,12 @@ def create_watch(
     body: WatchInput,
     *,
     dry_run: bool,
-    allow_private: bool,
+    rules: ActionRules,
     now: datetime,
 ) -> dict[str, Any]:
     account_id = principal.account.id
     feeds, chain = _checked_inputs(
-        session, account_id, body.feed_ids or [], body.actions or [], [], allow_private=allow_private
+        session, account_id, body.feed_ids or [], body.actions or [], [], rules=rules
     )
     assert feeds is not None and chain is not None
     if dry_run:
@@ -165,7 +173,7 @@ def edit_watch(
     body: WatchInput | WatchPatch,
     *,
     dry_run: bool,
-    allow_private: bool,
+    rules: ActionRules,
     now: datetime,
 ) -> dict[str, Any]:
     """PUT (WatchInput: name and is_active replaced; feed_ids and actions when given) and PATCH
@@ -174,7 +182,13 @@ def edit_watch(
     current = chain_of(session, watch.id)
     actions = body.actions if isinstance(body, WatchInput) else None
     feeds, chain = _checked_inputs(
-        session, principal.account.id, body.feed_ids, actions, current, allow_private=allow_private
+        session,
+        principal.account.id,
+        body.feed_ids,
+        actions,
+        current,
+        rules=rules,
+        turning_on=body.is_active is True,
     )
     name = body.name if body.name is not None else watch.name
     is_active = body.is_active if body.is_active is not None else watch.is_active

@@ -21,29 +21,9 @@ from sqlalchemy.orm import Session
 
 from app.identity.oauth.clients import register_client
 from app.models import User
-from tests.authroutes.live import CommittedPerson, committed_person, free_port, require, running_server
+from tests.authroutes.live import CommittedPerson, committed_person, free_port, running_server
 
-CHROMIUM = Path("/usr/bin/chromium")
 PASSWORD = "correct horse battery"
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    require(CHROMIUM.exists(), "the Debian package chromium is not installed")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:  # pragma: no cover - a developer's machine without the test extras
-        require(False, "playwright is not installed (pip install -e '.[test]')")
-        raise
-    with sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-        launched = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
-        )
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture

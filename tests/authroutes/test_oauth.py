@@ -417,3 +417,23 @@ def test_garbage_at_the_token_endpoint_is_a_clear_4xx(
     )
     assert 400 <= response.status_code < 500, response.text
     assert "error" in response.json()
+
+
+HOSTILE = "<b>x</b>\"'&"
+ESCAPED = "&lt;b&gt;x&lt;/b&gt;&quot;&#x27;&amp;"
+
+
+def test_the_oauth_pages_escape_the_client_name_and_the_request_parameters(
+    auth_client: TestClient, make_oauth_client: Callable[..., Client], member: Person
+) -> None:
+    client = make_oauth_client(name=HOSTILE)
+    query = authorize_query(client, pkce(), state=HOSTILE)
+    sign_in_page = auth_client.get("/oauth/authorize?" + urlencode(query))
+    assert sign_in_page.status_code == 200
+    assert f"<strong>{ESCAPED}</strong> asks for access" in sign_in_page.text
+    sign_in(auth_client, member)
+    consent = auth_client.get("/oauth/authorize?" + urlencode(query))
+    assert consent.status_code == 200, consent.text
+    assert f"<h1>Allow {ESCAPED} to use your Tidings account?</h1>" in consent.text
+    assert f'<input type="hidden" name="state" value="{ESCAPED}">' in consent.text
+    assert "<b>x</b>" not in sign_in_page.text + consent.text

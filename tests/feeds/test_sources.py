@@ -155,7 +155,7 @@ def test_invalid_sources_are_400_naming_the_field(
 def test_every_invalid_field_is_named_at_once(client: TestClient, api_user: ApiUser) -> None:
     body = {
         "name": "",
-        "poll_interval_seconds": 5,
+        "poll_interval_seconds": 0,
         "is_active": "perhaps",
         "data": {"retention_days": 0, "default_field_map": {"a": 3}},
         "sources": [

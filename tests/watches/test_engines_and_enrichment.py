@@ -177,7 +177,7 @@ GARBAGE: list[Any] = [
     '{"kind": "semantic_filter", "config": {"instructions": "x", "threshold": "NaN"}}',
     '{"kind": "semantic_filter", "config": {"instructions": "x", "threshold": 1e999}}',
     '{"kind": "extract", "config": {"fields": {"name": "a"}}}',
-    '{"rank": -1, "kind": "log", "config": {}}',
+    '{"rank": "first", "kind": "log", "config": {}}',
     '{"is_active": null}',
 ]
 

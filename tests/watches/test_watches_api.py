@@ -381,7 +381,7 @@ def test_limits_at_their_edges_are_accepted(client: TestClient, api_user: ApiUse
         {"kind": "semantic_filter", "config": {"instructions": "x", "threshold": 1}},
         {
             "kind": "semantic_filter",
-            "config": {"instructions": "x", "threshold": 0.0001, "engine": {"kind": "local"}},
+            "config": {"instructions": "x", "threshold": 0.0001, "engine": {"kind": "openai_compat"}},
         },
         {"kind": "extract", "config": {"fields": fields, "instructions": "i" * 2048}},
         {"kind": "log", "config": {"delivery": "digest", "digest_interval_seconds": 0}},

@@ -1,5 +1,5 @@
-"""Registered OAuth clients: registration (`tidings oauth-clients create`) and the view of a client that
-Authlib's grants ask questions of."""
+"""Registered OAuth clients: registration, listing and deletion (`tidings oauth-clients`) and the view
+of a client that Authlib's grants ask questions of."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ipaddress import ip_address
 from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import ClientMixin
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.identity.tokens import hash_token
@@ -119,3 +119,20 @@ class RegisteredClient(ClientMixin):  # type: ignore[misc]
 
     def check_grant_type(self, grant_type: str) -> bool:
         return grant_type in GRANT_TYPES
+
+
+def clients_with_owners(db: Session) -> list[tuple[OAuthClient, str]]:
+    """Every registered client with its owner's email, oldest first (the CLI)."""
+    query = select(OAuthClient, User.email).join(User, User.id == OAuthClient.owner_user_id)
+    return [(client, email) for client, email in db.execute(query.order_by(OAuthClient.id)).all()]
+
+
+def delete_client(db: Session, client_id: str) -> OAuthClient:
+    """Delete a client and, by cascade, its codes and tokens: its integrations stop at once (a serving
+    process may accept an access token it looked up for up to a second more)."""
+    client = find_client(db, client_id)
+    if client is None:
+        raise DomainError(404, f"No OAuth client with the client_id {client_id}.")
+    db.execute(delete(OAuthClient).where(OAuthClient.id == client.id))
+    db.flush()
+    return client

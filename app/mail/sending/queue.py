@@ -137,7 +137,13 @@ QUEUED_COLUMNS = [
 
 
 def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> list[int]:
-    """Turn campaigns whose scheduled_at has come into queued deliverables; returns their ids.
+    """`fan_out_due`'s campaign ids."""
+    return list(fan_out_due(session, now, limit))
+
+
+def fan_out_due(session: Session, now: datetime, limit: int = 10) -> dict[int, int]:
+    """Turn campaigns whose scheduled_at has come into queued deliverables; returns how many emails
+    each campaign queued, by id, in the order they were taken.
 
     The campaign row is locked (skipped by other workers) and `sent_at` set in the same transaction as
     the INSERT ... SELECT, so a campaign is fanned out exactly once even with several workers.
@@ -155,7 +161,7 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
         .limit(limit)
         .with_for_update(**skip_locked(session))
     ).all()
-    queued = 0
+    queued: dict[int, int] = {}
     for campaign_id, account_id in due:
         rows = (
             select(
@@ -177,16 +183,16 @@ def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> l
             .on_conflict_do_nothing(index_elements=["campaign_id", "contact_id"])
             .execution_options(preserve_rowcount=True)  # SQLAlchemy reports an INSERT's count only so
         )
-        queued += int(inserted.rowcount or 0)  # type: ignore[attr-defined]
+        queued[campaign_id] = int(inserted.rowcount or 0)  # type: ignore[attr-defined]
         started = update(Campaign).where(Campaign.id == campaign_id).values(sent_at=now, updated_at=now)
         session.execute(started)
-    if queued >= ANALYZE_AFTER_FAN_OUT and session.get_bind().dialect.name == "postgresql":
+    if sum(queued.values()) >= ANALYZE_AFTER_FAN_OUT and session.get_bind().dialect.name == "postgresql":
         # The claim's plan rests on the planner knowing how many rows are queued. Statistics from
         # before a large fan-out say "almost none", and PostgreSQL then sorts the whole queue on every
         # claim instead of reading the first rows of its index: seconds a claim at a million rows.
         # ANALYZE here counts this transaction's own new rows; its figures are seen from the commit on.
         session.execute(text("ANALYZE deliverables"))
-    return [campaign_id for campaign_id, _ in due]
+    return queued
 
 
 # --- claiming ------------------------------------------------------------------------------------
@@ -540,3 +546,29 @@ def release_expired_leases(session: Session, now: datetime) -> int:
         .values(state="queued", lease_until=None, send_after=now, updated_at=now)
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def release_unsent(session: Session, unsent: Sequence[Claimed], now: datetime) -> int:
+    """Claimed rows this worker did not start (it is stopping, or their lease was running out) go back to
+    the queue at once, as if never claimed (the claim's attempt is given back); only while still held
+    under the claim's lease."""
+    now = aware(now)
+    released = 0
+    by_lease: dict[datetime | None, list[int]] = defaultdict(list)
+    for item in unsent:
+        by_lease[item.lease_until].append(item.deliverable_id)
+    for lease_until, ids in by_lease.items():
+        result = session.execute(
+            update(Deliverable)
+            .where(Deliverable.id.in_(ids), _still_held(lease_until))
+            .values(
+                state="queued",
+                lease_until=None,
+                attempts=Deliverable.attempts - 1,
+                send_after=now,
+                updated_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        released += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    return released

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.db import transaction
 from app.kit.time import utcnow
+from app.mail.sending.progress import CampaignProgress
 from app.mail.sending.queue import (
     BounceRule,
     Claimed,
@@ -24,13 +25,16 @@ from app.mail.sending.queue import (
     Outcome,
     claim_batch,
     custom_fields_of,
-    fan_out_due_campaigns,
+    fan_out_due,
     record_outcomes,
     release_expired_leases,
+    release_unsent,
 )
+from app.mail.sending.recorder import OutcomeRecorder
 from app.mail.sending.render import CompiledCampaign, Recipient, compile_campaign, render
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, Transport
+from app.mail.stats import SendingTotals, sending_totals
 from app.models import Campaign
 
 log = logging.getLogger("tidings.sending")
@@ -89,12 +93,25 @@ class SendWorker:
         # Compiled campaigns by id, with the updated_at they were compiled from (automation emails
         # can still be edited while they are being sent).
         self._compiled: dict[int, tuple[datetime, CompiledCampaign]] = {}
+        # The campaigns this worker fanned out, followed in its log until they finish.
+        self.progress = CampaignProgress()
+        # Outcomes go to the database in small groups as the relay answers (see recorder.py).
+        self.recorder = OutcomeRecorder(self.record)
+        # Set by a graceful stop: no email is started after it; claimed ones go back to the queue.
+        self.stopping = False
 
     # --- the steps, each one transaction ---
 
     def fan_out(self) -> list[int]:
         with transaction(self.session_factory) as session:
-            return fan_out_due_campaigns(session, self.clock())
+            queued = fan_out_due(session, self.clock())
+        if queued:
+            self.progress.started(queued, self.clock())
+        return list(queued)
+
+    def standings(self, campaign_ids: list[int]) -> dict[int, SendingTotals]:
+        with transaction(self.session_factory, write=False) as session:
+            return sending_totals(session, campaign_ids)
 
     def release_leases(self) -> int:
         with transaction(self.session_factory) as session:
@@ -119,6 +136,10 @@ class SendWorker:
         with transaction(self.session_factory) as session:
             record_outcomes(session, outcomes, self.clock(), self.config.bounce_rule)
 
+    def release(self, unsent: Sequence[Claimed]) -> int:
+        with transaction(self.session_factory) as session:
+            return release_unsent(session, unsent, self.clock())
+
     def _load_campaigns(self, session: Session, campaign_ids: set[int]) -> None:
         stamps = dict(
             session.execute(
@@ -135,22 +156,33 @@ class SendWorker:
     # --- one round ---
 
     async def run_once(self) -> int:
-        """Claim one batch, send it, record it; returns how many emails were attempted."""
+        """Claim one batch, send it (its outcomes are recorded as they come), and return how many
+        emails were claimed; 0 when nothing is due or the worker is stopping."""
+        if self.stopping:
+            return 0
         claimed = await asyncio.to_thread(self.claim)
         if not claimed:
+            if self.progress.check_due(self.clock()):
+                standings = await asyncio.to_thread(self.standings, self.progress.followed())
+                self.progress.checked(standings, self.clock())
             return 0
         outcomes = await self._send_all(claimed)
-        if outcomes:
-            await asyncio.to_thread(self.record, outcomes)
+        await self.recorder.flush()
         for outcome in outcomes:
             EMAILS.labels(outcome.result).inc()
+        if self.progress:
+            self.progress.recorded(outcomes, self.clock())
         if len(outcomes) < len(claimed):
-            log.warning(
-                "%d of %d emails left unsent: their lease was running out (TIDINGS_SEND_LEASE_SECONDS "
-                "too short for a batch?); they go back to the queue when it has",
-                len(claimed) - len(outcomes),
-                len(claimed),
-            )
+            started = {outcome.deliverable_id for outcome in outcomes}
+            unsent = [item for item in claimed if item.deliverable_id not in started]
+            await asyncio.to_thread(self.release, unsent)
+            if not self.stopping:
+                log.warning(
+                    "%d of %d emails left unsent and put back in the queue: their lease was running out "
+                    "(TIDINGS_SEND_LEASE_SECONDS too short for a batch?)",
+                    len(unsent),
+                    len(claimed),
+                )
         troubled = [o for o in outcomes if o.result != "sent"]
         if troubled:
             # One line a batch, not one an email: a relay that is down would flood the log.
@@ -171,7 +203,12 @@ class SendWorker:
 
         async def take_turns() -> None:
             for index in turns:
-                results[index] = await self._send(claimed[index])
+                if self.stopping:
+                    return
+                outcome = await self._send(claimed[index])
+                if outcome is not None:
+                    self.recorder.add(outcome)
+                results[index] = outcome
 
         await asyncio.gather(*(take_turns() for _ in range(min(len(claimed), self.config.concurrency))))
         return [outcome for outcome in results if outcome is not None]

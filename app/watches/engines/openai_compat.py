@@ -17,7 +17,7 @@ import orjson
 
 from app.config import Settings
 from app.kit.safe_http import OutboundError, OutboundTimeout, SafeHttp, SafeResponse
-from app.watches.engines.base import EngineError, ItemText, Judgment, checked_score
+from app.watches.engines.base import EngineError, ItemText, Judgment, SetupProblem, checked_score
 
 SCORE_PROMPT = """You score how relevant an item from a feed is to a reader's interest.
 Answer with a JSON object only: {"score": <number from 0.0 to 1.0>, "reason": "<under 200 characters>"}.
@@ -30,6 +30,11 @@ field asked for; use null for a field the item does not tell."""
 # How long GET /v1/engines trusts what it last learned of the endpoint (CONTRACT: within 30 s).
 STATUS_TTL = 10.0
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
+NOT_CONFIGURED = SetupProblem(
+    reason="No engine is configured: TIDINGS_ENGINE_BASE_URL is empty.",
+    how_to_fix="Set TIDINGS_ENGINE_BASE_URL to an OpenAI-compatible /v1 endpoint (for a local Ollama: "
+    "http://127.0.0.1:11434/v1), TIDINGS_ENGINE_MODEL to a model it serves, and restart.",
+)
 
 
 class OpenAICompatEngine:
@@ -81,6 +86,9 @@ class OpenAICompatEngine:
                     f"the engine at {self.base_url} answered HTTP {response.status_code}: {snippet}"
                 )
             return response
+
+    def setup_problem(self) -> SetupProblem | None:
+        return None if self.base_url else NOT_CONFIGURED
 
     async def model_for(self, model: str) -> str:
         chosen = model or self.default_model
@@ -158,12 +166,10 @@ class OpenAICompatEngine:
             "unreachable_reason": None,
             "how_to_fix": None,
         }
-        if not self.base_url:
-            status["unreachable_reason"] = "No engine is configured: TIDINGS_ENGINE_BASE_URL is empty."
-            status["how_to_fix"] = (
-                "Set TIDINGS_ENGINE_BASE_URL to an OpenAI-compatible /v1 endpoint (for a local Ollama: "
-                "http://127.0.0.1:11434/v1), TIDINGS_ENGINE_MODEL to a model it serves, and restart."
-            )
+        problem = self.setup_problem()
+        if problem is not None:
+            status["unreachable_reason"] = problem.reason
+            status["how_to_fix"] = problem.how_to_fix
             return status
         try:
             response = await self._send("GET", "/models", timeout=min(self.timeout, 5.0))

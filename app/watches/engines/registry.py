@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from app.config import Settings
-from app.watches.engines.base import Engine, EngineError
+from app.watches.engines.base import Engine, EngineError, SetupProblem
 from app.watches.engines.local import LocalEngine
 from app.watches.engines.names import DEFAULT_ENGINE, ENGINE_KINDS
 from app.watches.engines.openai_compat import OpenAICompatEngine
@@ -24,6 +24,12 @@ class Engines:
         if engine is None:
             raise EngineError(f"no engine of kind {kind!r} is registered")
         return engine
+
+    def setup_problem(self, kind: str) -> SetupProblem | None:
+        """Why the engine `kind` names (empty: the default) cannot run here whatever its endpoint
+        answers, or None; an unregistered kind is the specs' to refuse."""
+        engine = self.engines.get(kind or DEFAULT_ENGINE)
+        return engine.setup_problem() if engine is not None else None
 
     async def statuses(self) -> list[dict[str, Any]]:
         """EngineStatus of each registered kind, in registry order; never raises."""

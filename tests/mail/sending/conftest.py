@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.orm import Session as DbSession
-from sqlalchemy.orm import sessionmaker
 
 from app.config import Settings
+from app.identity.accounts import create_user
+from app.kit.time import utcnow
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import SmtpTransport
 from app.mail.sending.worker import SendConfig, SendWorker
+from app.models import Account, Campaign, CampaignList, Contact, ContactList, ListMembership
 from tests.smtp_sink import Received, SmtpSink
 
-__all__ = ["Received", "Sender", "SmtpSink", "campaign_with_list"]
+__all__ = ["RECIPIENTS", "Received", "Sender", "SmtpSink", "campaign_with_list", "committed_campaign"]
 
 
 @dataclass
@@ -75,3 +80,52 @@ def campaign_with_list(client: Any, headers: dict[str, str], emails: list[str], 
     response = client.post("/campaigns", json=body, headers=headers)
     assert response.status_code in (200, 201), response.text
     return int(response.json()["id"])
+
+
+RECIPIENTS = 300
+
+
+@pytest.fixture
+def committed_campaign(engine: Engine) -> Iterator[tuple[int, int]]:
+    """A campaign due now to RECIPIENTS contacts, really committed (the workers are other processes)."""
+    now = utcnow()
+    with Session(engine) as session:
+        user = create_user(session, email="workers@example.com", name="W", contact_limit=100_000)
+        account_id = user.account_id
+        newsletter = ContactList(account_id=account_id, user_id=user.id, name="All")
+        session.add(newsletter)
+        session.flush()
+        session.execute(
+            insert(Contact),
+            [
+                {
+                    "account_id": account_id,
+                    "email": f"r{n:04d}@example.com",
+                    "email_key": f"r{n:04d}@example.com",
+                }
+                for n in range(RECIPIENTS)
+            ],
+        )
+        ids = session.scalars(select(Contact.id).where(Contact.account_id == account_id)).all()
+        session.execute(
+            insert(ListMembership),
+            [{"list_id": newsletter.id, "contact_id": cid, "created_at": now} for cid in ids],
+        )
+        campaign = Campaign(
+            account_id=account_id,
+            title="Shared",
+            subject="Shared {{ first_name | 'work' }}",
+            html='<p>Hello</p><a href="https://example.com/">x</a>',
+            from_name="T",
+            from_email="news@example.com",
+            scheduled_at=now,
+        )
+        session.add(campaign)
+        session.flush()
+        session.add(CampaignList(campaign_id=campaign.id, list_id=newsletter.id))
+        session.commit()
+        campaign_id = campaign.id
+    yield account_id, campaign_id
+    with Session(engine) as session:
+        session.execute(delete(Account).where(Account.id == account_id))
+        session.commit()

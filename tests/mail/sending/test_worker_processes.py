@@ -7,65 +7,13 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from app.identity.accounts import create_user
-from app.kit.time import utcnow
-from app.models import Account, Campaign, CampaignList, Contact, ContactList, Deliverable, ListMembership
-from tests.mail.sending.conftest import SmtpSink
-
-RECIPIENTS = 300
-
-
-@pytest.fixture
-def committed_campaign(engine: Engine) -> Iterator[tuple[int, int]]:
-    """A campaign due now to RECIPIENTS contacts, really committed (the workers are other processes)."""
-    now = utcnow()
-    with Session(engine) as session:
-        user = create_user(session, email="workers@example.com", name="W", contact_limit=100_000)
-        account_id = user.account_id
-        newsletter = ContactList(account_id=account_id, user_id=user.id, name="All")
-        session.add(newsletter)
-        session.flush()
-        session.execute(
-            insert(Contact),
-            [
-                {
-                    "account_id": account_id,
-                    "email": f"r{n:04d}@example.com",
-                    "email_key": f"r{n:04d}@example.com",
-                }
-                for n in range(RECIPIENTS)
-            ],
-        )
-        ids = session.scalars(select(Contact.id).where(Contact.account_id == account_id)).all()
-        session.execute(
-            insert(ListMembership),
-            [{"list_id": newsletter.id, "contact_id": cid, "created_at": now} for cid in ids],
-        )
-        campaign = Campaign(
-            account_id=account_id,
-            title="Shared",
-            subject="Shared {{ first_name | 'work' }}",
-            html='<p>Hello</p><a href="https://example.com/">x</a>',
-            from_name="T",
-            from_email="news@example.com",
-            scheduled_at=now,
-        )
-        session.add(campaign)
-        session.flush()
-        session.add(CampaignList(campaign_id=campaign.id, list_id=newsletter.id))
-        session.commit()
-        campaign_id = campaign.id
-    yield account_id, campaign_id
-    with Session(engine) as session:
-        session.execute(delete(Account).where(Account.id == account_id))
-        session.commit()
+from app.models import Deliverable
+from tests.mail.sending.conftest import RECIPIENTS, SmtpSink
 
 
 def test_three_workers_send_each_recipient_exactly_once(

@@ -1,0 +1,208 @@
+"""`tidings contacts import`: contacts from a CSV file, with progress on stderr, a report of the rows left
+out, and a stop at the contact limit that says where and how to go on."""
+
+from __future__ import annotations
+
+import csv
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from app.cli import contacts_cli, fail, migrate
+from app.config import Settings
+from app.db import create_db_engine, make_session_factory, transaction
+from app.kit.errors import DomainError
+
+if TYPE_CHECKING:
+    from app.mail.contact_import import BatchOutcome, RowProblem
+    from app.mail.contacts import ContactWrite
+
+IMPORT_BATCH = 1000
+T = TypeVar("T")
+
+
+def progress_text(done: int, total: int, elapsed: float) -> str:
+    """`done/total rows (percent), rate, ETA`; the rate and ETA once some time has passed."""
+    percent = 100 * done // total if total else 100
+    text = f"{done}/{total} rows ({percent}%)"
+    if done and elapsed > 0:
+        rate = done / elapsed
+        eta = timedelta(seconds=round((total - done) / rate))
+        text += f", {rate:,.0f} rows/s, ETA {eta}"
+    else:
+        text += ", - rows/s, ETA -"
+    return text
+
+
+class ImportProgress:
+    """Rows done, rate and ETA on stderr: a live bar on a terminal, otherwise a line per batch (logs)."""
+
+    def __init__(self, total: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.total = total
+        self.done = 0
+        self.clock = clock
+        self.started = clock()
+        self.bar: Progress | None = None
+        if sys.stderr.isatty():
+            self.bar = Progress(
+                TextColumn("importing"),
+                BarColumn(),
+                TextColumn("{task.description}"),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.task = self.bar.add_task(self.text(), total=total)
+            self.bar.start()
+
+    def text(self) -> str:
+        return progress_text(self.done, self.total, self.clock() - self.started)
+
+    def advance(self, rows: int) -> None:
+        if not rows:
+            return
+        self.done += rows
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done, description=self.text())
+        else:
+            typer.echo(f"imported {self.text()}", err=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@contextmanager
+def error_report(path: Path | None) -> Iterator[Callable[[RowProblem], None]]:
+    """A CSV of the rows left out (line, value, reason), or nowhere."""
+    if path is None:
+        yield lambda problem: None
+        return
+    try:
+        handle: TextIO = path.open("w", newline="", encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"cannot write the errors report {path}: {exc.strerror}") from exc
+    with handle:
+        writer = csv.writer(handle)
+        writer.writerow(["line", "value", "reason"])
+        yield lambda problem: writer.writerow([problem.line, problem.value, problem.reason])
+
+
+@contacts_cli.command("import")
+def contacts_import(
+    file: Annotated[Path, typer.Argument(help="CSV with an email column; first_name, last_name optional")],
+    email: Annotated[str, typer.Option(help="The account owner's email")],
+    list_id: Annotated[
+        list[int] | None, typer.Option("--list", help="Add every contact to this list")
+    ] = None,
+    errors: Annotated[
+        Path | None,
+        typer.Option("--errors", help="Write the rows left out to this CSV (line, value, reason)"),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(help="Rows a transaction", min=1)] = IMPORT_BATCH,
+) -> None:
+    """Import contacts from CSV in batches (an address already held is updated), with progress on stderr.
+
+    At the account's contact limit the import stops at the first row that would pass it; the rows
+    before it are in, so it can run again over the whole file once the limit is raised.
+    """
+    # The email API's modules load here, not when the command line starts (every command would pay).
+    from app.mail.contact_import import (
+        RowProblem,
+        check_import_lists,
+        contact_write,
+        count_csv_rows,
+        import_batch,
+        read_csv_rows,
+    )
+
+    if not file.is_file():
+        raise fail(f"no such file: {file}")
+    settings = Settings()
+    migrate(settings)
+    lists = list(list_id or [])
+    try:
+        total = count_csv_rows(file)
+    except DomainError as exc:
+        raise fail(exc.message) from exc
+    engine = create_db_engine(settings.database_url)
+    factory = make_session_factory(engine)
+
+    def in_transaction(work: Callable[[Session], T]) -> T:
+        try:
+            with transaction(factory) as session:
+                return work(session)
+        except DomainError as exc:
+            raise fail(exc.message) from exc
+        except SQLAlchemyError as exc:
+            raise fail(f"database error: {exc.__class__.__name__}: {str(exc).splitlines()[0]}") from exc
+
+    created = updated = written = skipped = 0
+    stopped: BatchOutcome | None = None
+    try:
+        in_transaction(lambda session: check_import_lists(session, email, lists))
+        with error_report(errors) as report:
+            progress = ImportProgress(total)
+            try:
+                batch: list[tuple[int, ContactWrite]] = []
+                read: list[int] = []  # the lines of the rows read since the last batch
+                problems: list[RowProblem] = []  # and those of them left out
+
+                def flush() -> BatchOutcome | None:
+                    """Write the batch; the outcome when it stopped at the contact limit."""
+                    nonlocal created, updated, written, skipped, read, batch, problems
+                    outcome = None
+                    if batch:
+                        outcome = in_transaction(lambda session: import_batch(session, email, batch))
+                        created += outcome.created
+                        updated += outcome.updated
+                        written += outcome.written
+                    stop = outcome.stopped_at if outcome is not None else None
+                    # Rows after a stop were not looked at, as far as the report and the counts go.
+                    for problem in problems:
+                        if stop is None or problem.line < stop:
+                            skipped += 1
+                            report(problem)
+                    progress.advance(len([line for line in read if stop is None or line < stop]))
+                    read, batch, problems = [], [], []
+                    return outcome if outcome is not None and outcome.stopped_at is not None else None
+
+                for row in read_csv_rows(file):
+                    read.append(row.line)
+                    write = contact_write(row, lists)
+                    if isinstance(write, RowProblem):
+                        problems.append(write)
+                    else:
+                        batch.append((row.line, write))
+                    if len(batch) == batch_size:
+                        stopped = flush()
+                        if stopped is not None:
+                            break
+                else:
+                    stopped = flush()
+            finally:
+                progress.close()
+    except DomainError as exc:
+        raise fail(exc.message) from exc
+    finally:
+        engine.dispose()
+    summary = f"created {created}, updated {updated}, skipped {skipped} invalid"
+    if errors is not None and skipped:
+        summary += f" (listed in {errors})"
+    if stopped is not None:
+        raise fail(
+            f"stopped at line {stopped.stopped_at} of {file}: the account's contact limit of "
+            f"{stopped.contact_limit} is reached; {written} rows went in before it ({summary}). "
+            f"Raise the limit with `tidings users update {email} --contact-limit N` and run the "
+            "import again (contacts already in are updated, not duplicated)."
+        )
+    typer.echo(summary)

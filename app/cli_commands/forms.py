@@ -1,0 +1,32 @@
+"""`tidings forms list` (`forms create` is in app/cli.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from sqlalchemy.orm import Session
+
+from app.cli import forms_cli, migrate, with_session
+from app.cli_commands.output import print_table, when
+from app.config import Settings
+from app.identity.accounts import user_by_email
+
+
+@forms_cli.command("list")
+def forms_list(email: Annotated[str, typer.Option(help="The account owner's email")]) -> None:
+    """The account's hosted sign-up forms: id, title, the lists they subscribe to and their public URL."""
+    from app.mail.forms import account_forms
+
+    settings = Settings()
+    migrate(settings)
+    base = settings.base_url.rstrip("/")
+
+    def work(session: Session) -> list[list[object]]:
+        return [
+            [form.id, form.title, ",".join(map(str, lists)), when(form.created_at), f"{base}/f/{form.id}"]
+            for form, lists in account_forms(session, user_by_email(session, email).account_id)
+        ]
+
+    rows = with_session(settings, work)
+    print_table(["ID", "TITLE", "LISTS", "CREATED", "URL"], rows, empty="no forms")

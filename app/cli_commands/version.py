@@ -1,0 +1,33 @@
+"""`tidings --version`."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
+import typer
+
+from app.cli import cli
+
+
+def installed_version() -> str:
+    try:
+        return version("tidings")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"tidings {installed_version()}")
+        raise typer.Exit()
+
+
+@cli.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit"),
+    ] = False,
+) -> None:
+    """Tidings: email campaigns, feeds and watches."""

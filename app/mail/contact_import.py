@@ -1,0 +1,160 @@
+"""Importing contacts from a CSV file (`tidings contacts import`): reading and checking its rows, and
+writing them in batches that stop at the account's contact limit on the exact row that would pass it."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+from sqlalchemy import String, select
+from sqlalchemy.orm import Session
+
+from app.db import among
+from app.identity.accounts import user_by_email
+from app.identity.principal import principal_of
+from app.kit.errors import DomainError
+from app.mail.common import live_list_ids_among
+from app.mail.contacts import BatchContact, ContactWrite, upsert_contacts
+from app.models import Account, Contact
+
+EMAIL_COLUMN = "email"
+NAME_COLUMNS = ("first_name", "last_name")
+
+
+@dataclass(frozen=True)
+class CsvRow:
+    """A record of the file: the line it starts on (the header is line 1) and its values by column."""
+
+    line: int
+    values: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """A row left out: its line, the value at fault and why."""
+
+    line: int
+    value: str
+    reason: str
+
+
+def read_csv_rows(path: Path) -> Iterator[CsvRow]:
+    """The file's records, blank lines skipped; column names compare trimmed and lowercase.
+
+    DomainError(400) when the header has no email column, the file is not UTF-8 or not CSV.
+    """
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            columns = [name.strip().lower() for name in header or []]
+            if EMAIL_COLUMN not in columns:
+                raise DomainError(400, f"{path} has no 'email' column in its header")
+            end = reader.line_num
+            for record in reader:
+                start, end = end + 1, reader.line_num
+                if not record:
+                    continue
+                values = {name: value.strip() for name, value in zip(columns, record, strict=False)}
+                yield CsvRow(start, values)
+    except UnicodeDecodeError as exc:
+        raise DomainError(400, f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
+    except csv.Error as exc:
+        raise DomainError(400, f"{path} is not valid CSV: {exc}") from exc
+
+
+def count_csv_rows(path: Path) -> int:
+    """One pass over the file, reading it as the import will: its errors show before anything is written."""
+    return sum(1 for _ in read_csv_rows(path))
+
+
+def contact_write(row: CsvRow, list_ids: list[int]) -> ContactWrite | RowProblem:
+    """The row as a contact write, under the API's rules for a contact; or why it cannot be one."""
+    email = row.values.get(EMAIL_COLUMN, "")
+    if not email:
+        return RowProblem(row.line, "", "no email")
+    fields = {name: row.values.get(name) or None for name in NAME_COLUMNS}
+    try:
+        contact = BatchContact.model_validate({EMAIL_COLUMN: email, **fields})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else EMAIL_COLUMN
+        return RowProblem(row.line, str(row.values.get(field) or ""), f"{field}: {error['msg']}")
+    return ContactWrite(
+        email=contact.email,
+        first_name=contact.first_name,
+        last_name=contact.last_name,
+        lists=list(list_ids),
+    )
+
+
+def check_import_lists(session: Session, owner_email: str, list_ids: list[int]) -> None:
+    """Every list id names a live list of the owner's account (checked once, before any row)."""
+    account_id = user_by_email(session, owner_email).account_id
+    found = live_list_ids_among(session, account_id, list_ids)
+    missing = [str(list_id) for list_id in dict.fromkeys(list_ids) if list_id not in found]
+    if missing:
+        raise DomainError(404, f"No list with the id {', '.join(missing)} in the account of {owner_email}.")
+
+
+def rows_within_limit(session: Session, account_id: int, writes: list[ContactWrite]) -> int:
+    """How many of `writes`, in order, fit under the contact limit: a new address (or a deleted contact
+    coming back) takes a place, an address already held or earlier in the batch does not.
+
+    Locks the account row, as upsert_contacts does, so the answer holds until the transaction ends."""
+    count, limit = session.execute(
+        select(Account.contacts_count, Account.contact_limit)
+        .where(Account.id == account_id)
+        .with_for_update()
+    ).one()
+    keys = list(dict.fromkeys(write.email.lower() for write in writes))
+    held = set(
+        session.scalars(
+            select(Contact.email_key).where(
+                Contact.account_id == account_id,
+                Contact.deleted_at.is_(None),
+                among(session, Contact.email_key, keys, String()),
+            )
+        )
+    )
+    room = limit - count
+    for index, write in enumerate(writes):
+        key = write.email.lower()
+        if key in held:
+            continue
+        if room <= 0:
+            return index
+        room -= 1
+        held.add(key)
+    return len(writes)
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    created: int
+    updated: int
+    # Rows written (an address twice in the file is two rows); the rest of the batch stopped at `stopped_at`.
+    written: int
+    # The line of the first row that would have passed the contact limit, if one did.
+    stopped_at: int | None
+    contact_limit: int
+
+
+def import_batch(session: Session, owner_email: str, rows: list[tuple[int, ContactWrite]]) -> BatchOutcome:
+    """Upsert the rows (line, write) of one batch into the owner's account, as far as the contact limit
+    allows: the rows before the first that would pass it go in, in this transaction."""
+    user = user_by_email(session, owner_email)
+    account = session.get_one(Account, user.account_id)
+    fits = rows_within_limit(session, account.id, [write for _, write in rows])
+    taken = [write for _, write in rows[:fits]]
+    result = upsert_contacts(session, principal_of(user, account), taken, validation_status=400)
+    return BatchOutcome(
+        created=result.created,
+        updated=result.updated,
+        written=len(taken),
+        stopped_at=rows[fits][0] if fits < len(rows) else None,
+        contact_limit=account.contact_limit,
+    )

@@ -1,0 +1,137 @@
+"""A `tidings worker` records each email the relay accepted within moments, not at the end of its batch
+(so a crash re-sends only what was on the wire), and a graceful stop (SIGTERM, as `docker compose stop`
+sends) finishes the emails on the wire, records them and puts the rest of its batches back: no row stays
+`sending` and nothing is sent twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from app.models import Deliverable
+from tests.mail.sending.conftest import RECIPIENTS, SmtpSink
+
+TIDINGS = str(Path(sys.executable).with_name("tidings"))  # the console script, as installed
+
+
+def worker_env(database_url: str, sink: SmtpSink, var_dir: Path, **settings: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "TIDINGS_DATABASE_URL": database_url,
+        "TIDINGS_VAR_DIR": str(var_dir),
+        "TIDINGS_SECRET_KEY": "worker-test-secret-key-long-enough-to-sign",
+        "TIDINGS_SMTP_URL": sink.url,
+        "TIDINGS_SEND_CONCURRENCY": "8",
+        **settings,
+    }
+
+
+def states(engine: Engine, campaign_id: int) -> dict[str, int]:
+    with Session(engine) as session:
+        return dict(
+            session.execute(
+                select(Deliverable.state, func.count())
+                .where(Deliverable.campaign_id == campaign_id)
+                .group_by(Deliverable.state)
+            ).all()
+        )
+
+
+def wait_until(what: str, predicate: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f} s: {what}")
+        time.sleep(0.02)
+
+
+def per_recipient(sink: SmtpSink) -> Counter[str]:
+    with sink.lock:
+        return Counter(address for message in sink.received for address in message.recipients)
+
+
+def finish(worker: subprocess.Popen[bytes]) -> str:
+    _, stderr = worker.communicate(timeout=60)
+    log = stderr.decode()
+    assert "Traceback" not in log, log[-3000:]
+    return log
+
+
+def test_accepted_emails_are_recorded_while_their_batch_is_still_sending(
+    database_url: str,
+    engine: Engine,
+    committed_campaign: tuple[int, int],
+    smtp_sink: SmtpSink,
+    tmp_path: Path,
+) -> None:
+    _, campaign_id = committed_campaign
+    smtp_sink.hold_after = 40  # then the relay keeps the next emails waiting
+    env = worker_env(
+        database_url, smtp_sink, tmp_path / "var", TIDINGS_SEND_BATCH_SIZE="200", TIDINGS_SEND_LANES="1"
+    )
+    worker = subprocess.Popen([TIDINGS, "worker"], env=env, stderr=subprocess.PIPE)
+    try:
+        wait_until("the relay accepted 40", lambda: len(smtp_sink.received) >= 40)
+        # The batch of 200 is far from done, yet all 40 accepted emails are recorded as sent.
+        wait_until("40 recorded as sent", lambda: states(engine, campaign_id).get("sent", 0) == 40, timeout=5)
+        assert states(engine, campaign_id)["sending"] == 200 - 40
+        smtp_sink.holding = False
+        wait_until("all sent", lambda: states(engine, campaign_id) == {"sent": RECIPIENTS})
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        finish(worker)
+    counts = per_recipient(smtp_sink)
+    assert len(counts) == RECIPIENTS and set(counts.values()) == {1}
+
+
+def test_sigterm_finishes_what_is_on_the_wire_and_puts_the_rest_back(
+    database_url: str,
+    engine: Engine,
+    committed_campaign: tuple[int, int],
+    smtp_sink: SmtpSink,
+    tmp_path: Path,
+) -> None:
+    _, campaign_id = committed_campaign
+    smtp_sink.hold_after = 40
+    env = worker_env(
+        database_url, smtp_sink, tmp_path / "var", TIDINGS_SEND_BATCH_SIZE="50", TIDINGS_SEND_LANES="2"
+    )
+    worker = subprocess.Popen([TIDINGS, "worker"], env=env, stderr=subprocess.PIPE)
+    wait_until("the relay accepted 40", lambda: len(smtp_sink.received) >= 40)
+    time.sleep(0.3)  # the next emails are on the wire, waiting for the relay's answer
+    assert states(engine, campaign_id).get("sending", 0) > 0
+    worker.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    smtp_sink.holding = False  # the relay answers the emails on the wire
+    finish(worker)
+    assert worker.returncode == 0
+
+    after_stop = states(engine, campaign_id)
+    assert "sending" not in after_stop, after_stop
+    accepted = len(smtp_sink.received)
+    assert accepted > 40  # those on the wire were finished, not dropped
+    assert after_stop == {"sent": accepted, "queued": RECIPIENTS - accepted}
+    with Session(engine) as session:
+        given_back = session.scalars(
+            select(func.max(Deliverable.attempts)).where(
+                Deliverable.campaign_id == campaign_id, Deliverable.state == "queued"
+            )
+        ).one()
+    assert given_back == 0  # a put-back email was never attempted
+
+    # The next worker sends the rest, and nothing twice.
+    rest = subprocess.Popen([TIDINGS, "worker", "--once"], env=env, stderr=subprocess.PIPE)
+    finish(rest)
+    assert rest.returncode == 0
+    assert states(engine, campaign_id) == {"sent": RECIPIENTS}
+    counts = per_recipient(smtp_sink)
+    assert len(counts) == RECIPIENTS and set(counts.values()) == {1}
