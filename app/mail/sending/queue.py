@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, cast
 
@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Update
 
 from app.db import among, skip_locked, upsert
+from app.kit.time import account_zone, local_day, start_of_next_day
 from app.models import (
     Account,
     Automation,
@@ -311,8 +312,9 @@ def _apply_account_limits(
 
     Pacing is a shared virtual clock per account (`next_send_at`): each email takes the next slot,
     1/rate seconds after the one before, and a row whose slot is more than a second away waits for it.
-    The daily cap counts emails handed to workers per UTC day (`sent_today`); over it, rows wait for
-    the next day. The account rows are locked only when one of the two applies.
+    The daily cap counts emails handed to workers per day of the account's own time zone
+    (`sent_today`, of the local day `sent_day`); over it, rows wait for the account's next local
+    midnight. The account rows are locked only when one of the two applies.
     """
     account_ids = sorted({row.account_id for row in rows})
     own_caps = select(Account.id, Account.daily_send_limit).where(Account.id.in_(account_ids))
@@ -331,7 +333,7 @@ def _apply_account_limits(
             select(Account).where(Account.id.in_(limited)).order_by(Account.id).with_for_update()
         )
     }
-    today = now.date()
+    zones = {account.id: account_zone(account.timezone) for account in accounts.values()}
     allowed: list[Claimed] = []
     deferred: list[tuple[int, datetime]] = []
     held_back: dict[int, int] = defaultdict(int)
@@ -340,11 +342,12 @@ def _apply_account_limits(
         if account is None:
             allowed.append(row)
             continue
+        today = local_day(now, zones[account.id])
         if account.sent_day != today:
             account.sent_day, account.sent_today = today, 0
         cap = daily_cap(account.id)
         if cap > 0 and account.sent_today >= cap:
-            deferred.append((row.deliverable_id, next_utc_midnight(today)))
+            deferred.append((row.deliverable_id, start_of_next_day(now, zones[account.id])))
             continue
         if limits.send_rate > 0:
             interval = timedelta(seconds=1 / limits.send_rate)
@@ -584,7 +587,3 @@ def release_unsent(session: Session, unsent: Sequence[Claimed], now: datetime) -
         )
         released += int(result.rowcount or 0)  # type: ignore[attr-defined]
     return released
-
-
-def next_utc_midnight(moment: date) -> datetime:
-    return datetime.combine(moment + timedelta(days=1), time(), tzinfo=UTC)
