@@ -34,7 +34,7 @@ from app.kit.heap import freeze_start_up_objects
 from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.logs import RequestIds
-from app.mail.hosted_forms import FormLimits
+from app.mail.hosted_form_service import FormLimits
 from app.mail.router import mail_routers
 from app.metrics import RequestMetrics, metrics_router
 from app.openapi_docs import install_docs_routes, install_openapi_routes

@@ -22,7 +22,7 @@ from app.feeds.router import feed_routers
 from app.feeds.wire import TelemetryInput
 from app.kit.templates import html_page, render
 from app.kit.v1_wire import ErrorOut as FeedErrorOut
-from app.mail import automations, campaigns, contacts, lists
+from app.mail import specs
 from app.mail.router import mail_router
 from app.mail.schemas import ErrorOut
 from app.watches import specs as watch_specs
@@ -90,17 +90,17 @@ def _declares(operation: dict[str, Any], status: str) -> bool:
 # Input is parsed by the routes themselves (JSON, form or query string), so FastAPI cannot see it:
 # the bodies and filters are declared here, next to the document they belong to.
 MAIL_BODIES: dict[tuple[str, str], type[BaseModel]] = {
-    ("post", "/contacts"): contacts.ContactCreate,
-    ("patch", "/contacts/{id}"): contacts.ContactUpdate,
-    ("post", "/contacts/batch"): contacts.ContactBatch,
-    ("patch", "/unsubscribe"): contacts.EmailOnly,
-    ("post", "/lists"): lists.ListCreate,
-    ("post", "/campaigns"): campaigns.CampaignCreate,
-    ("patch", "/campaigns/{id}"): campaigns.CampaignUpdate,
-    ("post", "/automations"): automations.AutomationCreate,
-    ("patch", "/automations/{id}"): automations.AutomationUpdate,
-    ("post", "/automations/{id}/emails"): automations.AutomationEmailCreate,
-    ("patch", "/automation-emails/{id}"): automations.AutomationEmailUpdate,
+    ("post", "/contacts"): specs.ContactCreate,
+    ("patch", "/contacts/{id}"): specs.ContactUpdate,
+    ("post", "/contacts/batch"): specs.ContactBatch,
+    ("patch", "/unsubscribe"): specs.EmailOnly,
+    ("post", "/lists"): specs.ListCreate,
+    ("post", "/campaigns"): specs.CampaignCreate,
+    ("patch", "/campaigns/{id}"): specs.CampaignUpdate,
+    ("post", "/automations"): specs.AutomationCreate,
+    ("patch", "/automations/{id}"): specs.AutomationUpdate,
+    ("post", "/automations/{id}/emails"): specs.AutomationEmailCreate,
+    ("patch", "/automation-emails/{id}"): specs.AutomationEmailUpdate,
 }
 SEARCH = {
     "name": "query",

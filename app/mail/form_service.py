@@ -1,25 +1,15 @@
-"""Forms: read-only /forms routes, and making and listing forms (CLI) with the lists they subscribe to."""
+"""Forms: making and listing forms (CLI) with the lists they subscribe to."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from fastapi import APIRouter, Request
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.db import SessionDep
-from app.identity.dependencies import PaidMailUser
 from app.kit.errors import DomainError
-from app.mail.common import RowId, check_list_ids, owned, paginate
-from app.mail.contacts import ContactFilter
-from app.mail.input import MailInput, validate
-from app.mail.schemas import ErrorOut, FormOut, Page
+from app.mail.common import check_list_ids
 from app.models import Form, FormList
 
 FORMS_PER_PAGE = 100
-
-router = APIRouter(tags=["Forms"])
 
 
 def create_form(session: Session, account_id: int, title: str, list_ids: list[int]) -> Form:
@@ -56,20 +46,3 @@ def account_forms(session: Session, account_id: int) -> list[tuple[Form, list[in
         for form_id, list_id in rows:
             lists[form_id].append(list_id)
     return [(form, lists[form.id]) for form in forms]
-
-
-@router.get("/forms", response_model=Page[FormOut], summary="List forms")
-def list_forms(
-    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
-    filters = validate(ContactFilter, raw, status=422)
-    query = select(Form).where(Form.account_id == principal.account.id, Form.deleted_at.is_(None))
-    if filters.query:
-        query = query.where(func.lower(Form.title).like(f"%{filters.query.lower()}%"))
-    paged = paginate(session, request, query.order_by(Form.id), FORMS_PER_PAGE)
-    return paged.envelope(paged.rows)
-
-
-@router.get("/forms/{id}", response_model=FormOut, summary="Get a form", responses={404: {"model": ErrorOut}})
-def get_form(id: RowId, session: SessionDep, principal: PaidMailUser) -> Form:
-    return owned(session, Form, id, principal.account.id, "Form not found.")
