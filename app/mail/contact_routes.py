@@ -1,4 +1,4 @@
-"""The /contacts routes and PATCH /unsubscribe."""
+"""The /contacts routes and PATCH /unsubscribe (the rules and SQL are in contact_service.py)."""
 
 from __future__ import annotations
 
@@ -6,57 +6,18 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from psycopg_pool import AsyncConnectionPool
-from sqlalchemy import (
-    func,
-    select,
-    update,
-)
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.identity.principal import Principal
-from app.kit.errors import NotFound
-from app.kit.time import utcnow
-from app.mail.common import (
-    RowId,
-    check_list_ids,
-    owned,
-    paginate,
-)
-from app.mail.contact_service import (
-    ACTIVITY_PER_PAGE,
-    ContactWrite,
-    account_contacts_page,
-    cancel_queued,
-    contact_listing,
-    contacts_matching,
-    live_contacts,
-    replace_memberships,
-    search,
-    upsert_contacts,
-)
-from app.mail.field_service import set_field_values
+from app.mail import contact_service
+from app.mail.common import RowId
 from app.mail.input import MailInput, validate
 from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
-from app.mail.specs import (
-    ContactBatch,
-    ContactCreate,
-    ContactFieldIn,
-    ContactFilter,
-    ContactUpdate,
-    EmailOnly,
-)
-from app.models import Account, Campaign, Contact, Deliverable
+from app.mail.specs import ContactBatch, ContactCreate, ContactFilter, ContactUpdate, EmailOnly
+from app.models import Contact
 
 router = APIRouter(tags=["Contacts"])
-
-
-def _fields_of(items: list[ContactFieldIn]) -> dict[str, str | None]:
-    return {item.name: item.value for item in items}
-
-
-# ---------------------------------------------------------------------------------------------- routes
 
 
 @router.get("/contacts", response_model=Page[ContactOut], summary="List contacts")
@@ -65,15 +26,15 @@ async def list_contacts(request: Request, principal: PaidMailUser, raw: MailInpu
     # read-only one of its own in a worker thread.
     filters = validate(ContactFilter, raw, status=422)
     filtered = filters.query or filters.email or filters.unsubscribed is not None
-    pool: AsyncConnectionPool | None = request.app.state.async_pool
+    pool = request.app.state.async_pool
     if pool is not None and not filtered:
-        return await account_contacts_page(pool, request, principal.account)
+        return await contact_service.account_contacts_page(pool, request, principal.account)
     return await run_in_threadpool(list_contacts_in_session, request, principal, filters)
 
 
 def list_contacts_in_session(request: Request, principal: Principal, filters: ContactFilter) -> Response:
     with request.app.state.read_session_factory() as session:
-        return contacts_matching(request, session, principal, filters)
+        return contact_service.contacts_matching(request, session, principal, filters)
 
 
 @router.post(
@@ -84,18 +45,7 @@ def list_contacts_in_session(request: Request, principal: Principal, filters: Co
 )
 def create_contact(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
     body = validate(ContactCreate, raw, status=400)
-    write = ContactWrite(
-        email=body.email,
-        first_name=body.first_name,
-        last_name=body.last_name,
-        ip_address=body.ip_address,
-        lists=body.lists,
-        fields=_fields_of(body.contact_fields),
-    )
-    result = upsert_contacts(session, principal, [write], validation_status=400)
-    contact = session.get_one(Contact, result.ids_by_key[body.email.lower()])
-    session.refresh(contact)
-    return contact
+    return contact_service.upsert_contact(session, principal, contact_service.write_of(body))
 
 
 @router.post(
@@ -106,18 +56,8 @@ def create_contact(session: SessionDep, principal: PaidMailUser, raw: MailInput)
 )
 def batch_contacts(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> BatchResultOut:
     body = validate(ContactBatch, raw, status=422)
-    writes = [
-        ContactWrite(
-            email=item.email,
-            first_name=item.first_name,
-            last_name=item.last_name,
-            ip_address=item.ip_address,
-            lists=item.lists,
-            fields=_fields_of(item.contact_fields),
-        )
-        for item in body.contacts
-    ]
-    result = upsert_contacts(
+    writes = [contact_service.write_of(item) for item in body.contacts]
+    result = contact_service.upsert_contacts(
         session, principal, writes, validation_status=422, lists_field=lambda index: f"contacts.{index}.lists"
     )
     return BatchResultOut(created=result.created, updated=result.updated)
@@ -128,17 +68,14 @@ def list_unsubscribed(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> Response:
     filters = validate(ContactFilter, raw, status=422)
-    query = search(live_contacts(principal.account.id), filters.query).where(
-        Contact.unsubscribed_at.is_not(None)
-    )
-    return contact_listing(session, request, query.order_by(Contact.id))
+    return contact_service.unsubscribed_matching(request, session, principal, filters)
 
 
 @router.get(
     "/contacts/{id}", response_model=ContactOut, summary="Get a contact", responses={404: {"model": ErrorOut}}
 )
 def get_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> Contact:
-    return owned(session, Contact, id, principal.account.id, "Contact not found.")
+    return contact_service.find_contact(session, principal, id)
 
 
 @router.patch(
@@ -148,20 +85,9 @@ def get_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> Cont
     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
 )
 def update_contact(id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
-    contact = owned(session, Contact, id, principal.account.id, "Contact not found.")
+    contact = contact_service.find_contact(session, principal, id)
     body = validate(ContactUpdate, raw, status=422)
-    if "first_name" in body.model_fields_set:
-        contact.first_name = body.first_name
-    if "last_name" in body.model_fields_set:
-        contact.last_name = body.last_name
-    if body.lists is not None:
-        list_ids = check_list_ids(session, principal.account.id, body.lists, "lists", 422)
-        replace_memberships(session, principal.account.id, contact.id, list_ids, utcnow())
-    if body.contact_fields:
-        set_field_values(session, principal, {contact.id: _fields_of(body.contact_fields)})
-    contact.updated_at = utcnow()
-    session.flush()
-    return contact
+    return contact_service.update_contact(session, principal, contact, body)
 
 
 @router.delete(
@@ -171,15 +97,7 @@ def update_contact(id: RowId, session: SessionDep, principal: PaidMailUser, raw:
     responses={404: {"model": ErrorOut}},
 )
 def delete_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
-    contact = owned(session, Contact, id, principal.account.id, "Contact not found.")
-    contact.deleted_at = utcnow()
-    cancel_queued(session, contact.id)
-    session.execute(
-        update(Account)
-        .where(Account.id == principal.account.id)
-        .values(contacts_count=Account.contacts_count - 1, contacts_version=Account.contacts_version + 1)
-    )
-    session.flush()
+    contact_service.delete_contact(session, principal, contact_service.find_contact(session, principal, id))
     return MessageOut(message="Contact deleted.")
 
 
@@ -192,48 +110,8 @@ def delete_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> M
 def contact_activity(
     id: RowId, request: Request, session: SessionDep, principal: PaidMailUser
 ) -> dict[str, Any]:
-    contact = owned(session, Contact, id, principal.account.id, "Contact not found.")
-    summary = session.execute(
-        select(
-            func.max(Deliverable.sent_at),
-            func.max(Deliverable.opened_at),
-            func.max(Deliverable.clicked_at),
-        ).where(Deliverable.contact_id == contact.id)
-    ).one()
-    query = (
-        select(Deliverable)
-        .where(Deliverable.contact_id == contact.id, Deliverable.state != "cancelled")
-        .order_by(Deliverable.id.desc())
-    )
-    paged = paginate(session, request, query, ACTIVITY_PER_PAGE)
-    titles = dict(
-        session.execute(
-            select(Campaign.id, Campaign.title).where(Campaign.id.in_({d.campaign_id for d in paged.rows}))
-        ).all()
-    )
-    entries = [
-        {
-            "campaign_title": titles.get(d.campaign_id, ""),
-            "campaign_id": d.campaign_id,
-            "sent_at": d.sent_at,
-            "opened_at": d.opened_at,
-            "clicked_at": d.clicked_at,
-            "bounced_at": d.bounced_at,
-            "unsubscribed_at": d.unsubscribed_at,
-            "spam_at": d.spam_at,
-        }
-        for d in paged.rows
-    ]
-    return {
-        "contact": {
-            "last_sent_at": summary[0],
-            "last_opened_at": summary[1],
-            "last_clicked_at": summary[2],
-            "unsubscribed_at": contact.unsubscribed_at,
-            "bounced_at": contact.bounced_at,
-        },
-        "deliverables": paged.envelope(entries),
-    }
+    contact = contact_service.find_contact(session, principal, id)
+    return contact_service.contact_activity(session, request, contact)
 
 
 @router.patch(
@@ -244,14 +122,4 @@ def contact_activity(
 )
 def unsubscribe(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
     body = validate(EmailOnly, raw, status=400)
-    contact = session.scalars(
-        live_contacts(principal.account.id).where(Contact.email_key == body.email.lower())
-    ).first()
-    if contact is None:
-        raise NotFound("Contact not found.")
-    if contact.unsubscribed_at is None:
-        contact.unsubscribed_at = utcnow()
-        contact.updated_at = contact.unsubscribed_at
-        cancel_queued(session, contact.id)
-    session.flush()
-    return contact
+    return contact_service.unsubscribe_by_email(session, principal, body.email)

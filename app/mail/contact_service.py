@@ -36,19 +36,15 @@ from sqlalchemy.orm import Session
 from app.db import PsycopgStatement, among, upsert
 from app.identity.dependencies import rate_headers
 from app.identity.principal import AccountInfo, Principal
-from app.kit.errors import DomainError, ValidationFailed
+from app.kit.errors import DomainError, NotFound, ValidationFailed
 from app.kit.pagination import PageAnchors, page_envelope, parse_page
 from app.kit.responses import json_response
 from app.kit.time import iso_naive_utc, utcnow
 from app.mail.automation_runs import on_lists_joined
-from app.mail.common import (
-    live_list_ids_among,
-    page_path,
-    paginate_rows,
-)
+from app.mail.common import check_list_ids, live_list_ids_among, owned, page_path, paginate, paginate_rows
 from app.mail.field_service import set_field_values
-from app.mail.specs import ContactFilter
-from app.models import Account, Contact, ContactFieldValue, Deliverable, ListMembership
+from app.mail.specs import BatchContact, ContactCreate, ContactFieldIn, ContactFilter, ContactUpdate
+from app.models import Account, Campaign, Contact, ContactFieldValue, Deliverable, ListMembership
 
 CONTACTS_PER_PAGE = 100
 ACTIVITY_PER_PAGE = 100
@@ -446,3 +442,129 @@ def contacts_matching(
         total=account.contacts_count,
         anchor_key=("contacts", account.id, account.contacts_version),
     )
+
+
+def unsubscribed_matching(
+    request: Request, session: Session, principal: Principal, filters: ContactFilter
+) -> Response:
+    query = search(live_contacts(principal.account.id), filters.query).where(
+        Contact.unsubscribed_at.is_not(None)
+    )
+    return contact_listing(session, request, query.order_by(Contact.id))
+
+
+def _fields_of(items: list[ContactFieldIn]) -> dict[str, str | None]:
+    return {item.name: item.value for item in items}
+
+
+def write_of(body: ContactCreate | BatchContact) -> ContactWrite:
+    """The write a POST /contacts body (or an item of a batch) asks for."""
+    return ContactWrite(
+        email=body.email,
+        first_name=body.first_name,
+        last_name=body.last_name,
+        ip_address=body.ip_address,
+        lists=body.lists,
+        fields=_fields_of(body.contact_fields),
+    )
+
+
+def upsert_contact(session: Session, principal: Principal, write: ContactWrite) -> Contact:
+    """POST /contacts: one write through `upsert_contacts`, and the contact as it now is."""
+    result = upsert_contacts(session, principal, [write], validation_status=400)
+    contact = session.get_one(Contact, result.ids_by_key[write.email.lower()])
+    session.refresh(contact)
+    return contact
+
+
+def find_contact(session: Session, principal: Principal, contact_id: int) -> Contact:
+    """A contact of the account (a deleted one too, as GET /contacts/{id} has always shown), or 404."""
+    return owned(session, Contact, contact_id, principal.account.id, "Contact not found.")
+
+
+def update_contact(session: Session, principal: Principal, contact: Contact, body: ContactUpdate) -> Contact:
+    """PATCH /contacts/{id}: given names replace, given lists become the contact's lists exactly."""
+    if "first_name" in body.model_fields_set:
+        contact.first_name = body.first_name
+    if "last_name" in body.model_fields_set:
+        contact.last_name = body.last_name
+    if body.lists is not None:
+        list_ids = check_list_ids(session, principal.account.id, body.lists, "lists", 422)
+        replace_memberships(session, principal.account.id, contact.id, list_ids, utcnow())
+    if body.contact_fields:
+        set_field_values(session, principal, {contact.id: _fields_of(body.contact_fields)})
+    contact.updated_at = utcnow()
+    session.flush()
+    return contact
+
+
+def delete_contact(session: Session, principal: Principal, contact: Contact) -> None:
+    """Soft delete: the contact's queued emails are cancelled and the account's count goes down."""
+    contact.deleted_at = utcnow()
+    cancel_queued(session, contact.id)
+    session.execute(
+        update(Account)
+        .where(Account.id == principal.account.id)
+        .values(contacts_count=Account.contacts_count - 1, contacts_version=Account.contacts_version + 1)
+    )
+    session.flush()
+
+
+def contact_activity(session: Session, request: Request, contact: Contact) -> dict[str, Any]:
+    """GET /contacts/{id}/activity: the latest sends, opens and clicks, and a page of its emails."""
+    summary = session.execute(
+        select(
+            func.max(Deliverable.sent_at),
+            func.max(Deliverable.opened_at),
+            func.max(Deliverable.clicked_at),
+        ).where(Deliverable.contact_id == contact.id)
+    ).one()
+    query = (
+        select(Deliverable)
+        .where(Deliverable.contact_id == contact.id, Deliverable.state != "cancelled")
+        .order_by(Deliverable.id.desc())
+    )
+    paged = paginate(session, request, query, ACTIVITY_PER_PAGE)
+    titles = dict(
+        session.execute(
+            select(Campaign.id, Campaign.title).where(Campaign.id.in_({d.campaign_id for d in paged.rows}))
+        ).all()
+    )
+    entries = [
+        {
+            "campaign_title": titles.get(d.campaign_id, ""),
+            "campaign_id": d.campaign_id,
+            "sent_at": d.sent_at,
+            "opened_at": d.opened_at,
+            "clicked_at": d.clicked_at,
+            "bounced_at": d.bounced_at,
+            "unsubscribed_at": d.unsubscribed_at,
+            "spam_at": d.spam_at,
+        }
+        for d in paged.rows
+    ]
+    return {
+        "contact": {
+            "last_sent_at": summary[0],
+            "last_opened_at": summary[1],
+            "last_clicked_at": summary[2],
+            "unsubscribed_at": contact.unsubscribed_at,
+            "bounced_at": contact.bounced_at,
+        },
+        "deliverables": paged.envelope(entries),
+    }
+
+
+def unsubscribe_by_email(session: Session, principal: Principal, email: str) -> Contact:
+    """PATCH /unsubscribe: the live contact with the address unsubscribed (once), or 404."""
+    contact = session.scalars(
+        live_contacts(principal.account.id).where(Contact.email_key == email.lower())
+    ).first()
+    if contact is None:
+        raise NotFound("Contact not found.")
+    if contact.unsubscribed_at is None:
+        contact.unsubscribed_at = utcnow()
+        contact.updated_at = contact.unsubscribed_at
+        cancel_queued(session, contact.id)
+    session.flush()
+    return contact
