@@ -1,23 +1,19 @@
-"""The /lists routes and their members."""
+"""The /lists routes and their members (the rules and SQL are in list_service.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from sqlalchemy import delete, func, select
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
-from app.kit.errors import Conflict, NotFound
-from app.kit.time import utcnow
-from app.mail.common import RowId, owned, paginate
-from app.mail.contact_service import contact_listing, live_contacts, search
+from app.mail import list_service
+from app.mail.common import RowId
 from app.mail.input import MailInput, validate
-from app.mail.list_service import LISTS_PER_PAGE, list_usages, list_views
 from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.mail.specs import ContactFilter, ListCreate
-from app.models import Contact, ContactList, ListMembership
+from app.models import Contact
 
 router = APIRouter(tags=["Lists"])
 
@@ -27,13 +23,7 @@ def get_lists(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> dict[str, Any]:
     filters = validate(ContactFilter, raw, status=422)
-    query = select(ContactList).where(
-        ContactList.account_id == principal.account.id, ContactList.deleted_at.is_(None)
-    )
-    if filters.query:
-        query = query.where(func.lower(ContactList.name).like(f"%{filters.query.lower()}%"))
-    paged = paginate(session, request, query.order_by(ContactList.id), LISTS_PER_PAGE)
-    return paged.envelope(list_views(session, paged.rows))
+    return list_service.lists_page(request, session, principal, filters)
 
 
 @router.post(
@@ -41,18 +31,14 @@ def get_lists(
 )
 def create_list(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
     body = validate(ListCreate, raw, status=400)
-    contact_list = ContactList(account_id=principal.account.id, user_id=principal.user.id, name=body.name)
-    session.add(contact_list)
-    session.flush()
-    return list_views(session, [contact_list])[0]
+    return list_service.add_list(session, principal.account.id, principal.user.id, body.name)
 
 
 @router.get(
     "/lists/{id}", response_model=ContactListOut, summary="Get a list", responses={404: {"model": ErrorOut}}
 )
 def get_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    contact_list = owned(session, ContactList, id, principal.account.id, "List not found.")
-    return list_views(session, [contact_list])[0]
+    return list_service.list_views(session, [list_service.find_list(session, principal, id)])[0]
 
 
 @router.delete(
@@ -62,14 +48,7 @@ def get_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[st
     responses={404: {"model": ErrorOut}, 409: {"model": ListInUseOut}},
 )
 def delete_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
-    contact_list = owned(session, ContactList, id, principal.account.id, "List not found.")
-    usages = list_usages(session, contact_list.id)
-    if usages:
-        raise Conflict(
-            "The list is in use and cannot be deleted.", code="list_in_use", extra={"usages": usages}
-        )
-    contact_list.deleted_at = utcnow()
-    session.flush()
+    list_service.delete_list(session, list_service.find_list(session, principal, id))
     return MessageOut(message="List deleted.")
 
 
@@ -82,12 +61,9 @@ def delete_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> Mess
 def get_list_contacts(
     list_id: RowId, request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> Response:
-    owned(session, ContactList, list_id, principal.account.id, "List not found.")
+    list_service.find_list(session, principal, list_id)
     filters = validate(ContactFilter, raw, status=422)
-    query = search(live_contacts(principal.account.id), filters.query).where(
-        Contact.id.in_(select(ListMembership.contact_id).where(ListMembership.list_id == list_id))
-    )
-    return contact_listing(session, request, query.order_by(Contact.id))
+    return list_service.list_contacts(request, session, principal, list_id, filters)
 
 
 @router.delete(
@@ -99,13 +75,5 @@ def get_list_contacts(
 def remove_list_contact(
     list_id: RowId, contact_id: RowId, session: SessionDep, principal: PaidMailUser
 ) -> Contact:
-    owned(session, ContactList, list_id, principal.account.id, "List not found.")
-    contact = owned(session, Contact, contact_id, principal.account.id, "Contact not found.")
-    removed = session.execute(
-        delete(ListMembership).where(
-            ListMembership.list_id == list_id, ListMembership.contact_id == contact_id
-        )
-    )
-    if not removed.rowcount:  # type: ignore[attr-defined]
-        raise NotFound("Contact is not in this list.")
-    return contact
+    list_service.find_list(session, principal, list_id)
+    return list_service.remove_from_list(session, principal, list_id, contact_id)

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from fastapi import Request, Response
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from app.kit.errors import DomainError
+from app.identity.principal import Principal
+from app.kit.errors import Conflict, DomainError, NotFound
+from app.kit.time import utcnow
+from app.mail.common import owned, paginate
+from app.mail.contact_service import contact_listing, live_contacts, search
+from app.mail.specs import ContactFilter
 from app.mail.stats import list_averages
 from app.models import Automation, AutomationTrigger, Contact, ContactList, Form, FormList, ListMembership
 
@@ -51,10 +57,7 @@ def make_list(session: Session, account_id: int, user_id: int, name: str) -> dic
     name = name.strip()
     if not name or len(name) > 191:
         raise DomainError(400, "A list name is 1 to 191 characters.")
-    contact_list = ContactList(account_id=account_id, user_id=user_id, name=name)
-    session.add(contact_list)
-    session.flush()
-    return list_views(session, [contact_list])[0]
+    return add_list(session, account_id, user_id, name)
 
 
 def account_lists(session: Session, account_id: int) -> list[dict[str, Any]]:
@@ -85,3 +88,62 @@ def list_usages(session: Session, list_id: int) -> list[dict[str, Any]]:
             for automation_id, title in automations
         ),
     ]
+
+
+def find_list(session: Session, principal: Principal, list_id: int) -> ContactList:
+    return owned(session, ContactList, list_id, principal.account.id, "List not found.")
+
+
+def lists_page(
+    request: Request, session: Session, principal: Principal, filters: ContactFilter
+) -> dict[str, Any]:
+    """GET /lists: a page of the account's live lists, by name when a query is given."""
+    query = select(ContactList).where(
+        ContactList.account_id == principal.account.id, ContactList.deleted_at.is_(None)
+    )
+    if filters.query:
+        query = query.where(func.lower(ContactList.name).like(f"%{filters.query.lower()}%"))
+    paged = paginate(session, request, query.order_by(ContactList.id), LISTS_PER_PAGE)
+    return paged.envelope(list_views(session, paged.rows))
+
+
+def add_list(session: Session, account_id: int, user_id: int, name: str) -> dict[str, Any]:
+    """A new list of the account, as its view."""
+    contact_list = ContactList(account_id=account_id, user_id=user_id, name=name)
+    session.add(contact_list)
+    session.flush()
+    return list_views(session, [contact_list])[0]
+
+
+def delete_list(session: Session, contact_list: ContactList) -> None:
+    """Soft delete; 409 while the list is in use (list_usages)."""
+    usages = list_usages(session, contact_list.id)
+    if usages:
+        raise Conflict(
+            "The list is in use and cannot be deleted.", code="list_in_use", extra={"usages": usages}
+        )
+    contact_list.deleted_at = utcnow()
+    session.flush()
+
+
+def list_contacts(
+    request: Request, session: Session, principal: Principal, list_id: int, filters: ContactFilter
+) -> Response:
+    """GET /lists/{id}/contacts: a page of the list's live contacts."""
+    query = search(live_contacts(principal.account.id), filters.query).where(
+        Contact.id.in_(select(ListMembership.contact_id).where(ListMembership.list_id == list_id))
+    )
+    return contact_listing(session, request, query.order_by(Contact.id))
+
+
+def remove_from_list(session: Session, principal: Principal, list_id: int, contact_id: int) -> Contact:
+    """The contact leaves the list; 404 when it was not on it."""
+    contact = owned(session, Contact, contact_id, principal.account.id, "Contact not found.")
+    removed = session.execute(
+        delete(ListMembership).where(
+            ListMembership.list_id == list_id, ListMembership.contact_id == contact_id
+        )
+    )
+    if not removed.rowcount:  # type: ignore[attr-defined]
+        raise NotFound("Contact is not in this list.")
+    return contact
