@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastapi import Request
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.db import upsert
 from app.identity.principal import Principal
 from app.kit.errors import ValidationFailed
+from app.mail.common import paginate
 from app.models import ContactField, ContactFieldValue
 
 MAX_FIELDS_PER_ACCOUNT = 100
@@ -70,3 +72,12 @@ def set_field_values(
             ),
             rows,
         )
+
+
+def fields_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+    """GET /contact-fields: a page of the account's field definitions, oldest first."""
+    query = (
+        select(ContactField).where(ContactField.account_id == principal.account.id).order_by(ContactField.id)
+    )
+    paged = paginate(session, request, query, FIELDS_PER_PAGE)
+    return paged.envelope(paged.rows)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from typing import Any
+
+from fastapi import Request
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.identity.principal import Principal
 from app.kit.errors import DomainError
-from app.mail.common import check_list_ids
+from app.mail.common import check_list_ids, owned, paginate
+from app.mail.specs import ContactFilter
 from app.models import Form, FormList
 
 FORMS_PER_PAGE = 100
@@ -46,3 +51,18 @@ def account_forms(session: Session, account_id: int) -> list[tuple[Form, list[in
         for form_id, list_id in rows:
             lists[form_id].append(list_id)
     return [(form, lists[form.id]) for form in forms]
+
+
+def forms_page(
+    request: Request, session: Session, principal: Principal, filters: ContactFilter
+) -> dict[str, Any]:
+    """GET /forms: a page of the account's live forms, by title when a query is given."""
+    query = select(Form).where(Form.account_id == principal.account.id, Form.deleted_at.is_(None))
+    if filters.query:
+        query = query.where(func.lower(Form.title).like(f"%{filters.query.lower()}%"))
+    paged = paginate(session, request, query.order_by(Form.id), FORMS_PER_PAGE)
+    return paged.envelope(paged.rows)
+
+
+def find_form(session: Session, principal: Principal, form_id: int) -> Form:
+    return owned(session, Form, form_id, principal.account.id, "Form not found.")
