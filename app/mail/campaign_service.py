@@ -10,15 +10,21 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from fastapi import Request
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
-from app.kit.errors import Conflict, NotFound, ValidationFailed
+from app.kit.errors import Conflict, DomainError, NotFound, ValidationFailed
+from app.kit.time import utcnow
 from app.mail.campaign_rules import (
     check_can_send,
     check_timezone_configured,
+    live_list_ids,
+    to_utc,
 )
+from app.mail.common import check_list_ids, paginate
+from app.mail.specs import CampaignCreate, CampaignUpdate
 from app.mail.stats import sending_totals
 from app.models import Campaign, CampaignList, ContactList
 
@@ -107,3 +113,111 @@ def schedule_checks(principal: Principal, list_ids: list[int], timezone: str | N
 def reject_if_sent(campaign: Campaign) -> None:
     if campaign.sent_at is not None:
         raise Conflict("Campaign has already been sent.", code="already_sent")
+
+
+def campaigns_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+    """GET /campaigns: a page of the account's live campaigns (not an automation's emails)."""
+    query = (
+        select(Campaign)
+        .where(
+            Campaign.account_id == principal.account.id,
+            Campaign.deleted_at.is_(None),
+            Campaign.automation_id.is_(None),
+        )
+        .order_by(Campaign.id)
+    )
+    paged = paginate(session, request, query, CAMPAIGNS_PER_PAGE)
+    return paged.envelope(campaign_views(session, paged.rows))
+
+
+def create_campaign(session: Session, principal: Principal, body: CampaignCreate) -> dict[str, Any]:
+    """POST /campaigns: a draft, or scheduled when scheduled_at is given."""
+    list_ids = check_list_ids(session, principal.account.id, body.lists, "lists", 422)
+    timezone = body.timezone or principal.account.timezone or None
+    scheduled_at = None
+    if body.scheduled_at is not None:
+        timezone = schedule_checks(principal, list_ids, timezone)
+        scheduled_at = to_utc(body.scheduled_at, timezone)
+    campaign = Campaign(
+        account_id=principal.account.id,
+        title=body.title,
+        subject=body.subject,
+        html=body.html,
+        from_name=body.from_name,
+        from_email=body.from_email,
+        timezone=timezone,
+        scheduled_at=scheduled_at,
+    )
+    session.add(campaign)
+    session.flush()
+    set_campaign_lists(session, campaign.id, list_ids)
+    session.flush()
+    return campaign_views(session, [campaign])[0]
+
+
+def update_campaign(
+    session: Session, principal: Principal, campaign: Campaign, body: CampaignUpdate
+) -> dict[str, Any]:
+    """PATCH /campaigns/{id} of a campaign not sent: given fields replace, null ones that are required
+    are refused, and a schedule is checked as at creation."""
+    given = body.model_fields_set
+    nulled = [name for name in REQUIRED_ON_UPDATE if name in given and getattr(body, name) is None]
+    if nulled:
+        raise ValidationFailed(
+            {name: [f"The {name.replace('_', ' ')} field is required."] for name in nulled}
+        )
+    for name in REQUIRED_ON_UPDATE:
+        if name in given:
+            setattr(campaign, name, getattr(body, name))
+    if body.timezone is not None:
+        campaign.timezone = body.timezone
+    if body.lists is not None:
+        list_ids = check_list_ids(session, principal.account.id, body.lists, "lists", 422)
+        set_campaign_lists(session, campaign.id, list_ids)
+        session.flush()
+    if "scheduled_at" in given:
+        if body.scheduled_at is None:
+            campaign.scheduled_at = None
+        else:
+            # A draft made while the account had no time zone takes the account's once it has one.
+            timezone = schedule_checks(
+                principal,
+                live_list_ids(session, campaign.id),
+                campaign.timezone or principal.account.timezone or None,
+            )
+            campaign.timezone = timezone
+            campaign.scheduled_at = to_utc(body.scheduled_at, timezone)
+    elif (
+        campaign.scheduled_at is not None
+        and body.lists is not None
+        and not live_list_ids(session, campaign.id)
+    ):
+        raise ValidationFailed({"lists": ["A scheduled campaign needs at least one list."]})
+    campaign.updated_at = utcnow()
+    session.flush()
+    return campaign_views(session, [campaign])[0]
+
+
+def delete_campaign(session: Session, campaign: Campaign) -> None:
+    campaign.deleted_at = utcnow()
+    session.flush()
+
+
+def send_campaign(session: Session, principal: Principal, campaign: Campaign) -> dict[str, Any]:
+    """POST /campaigns/{id}/send of a draft: scheduled now, when it has lists and the account may send."""
+    if campaign.scheduled_at is not None:
+        raise Conflict("Campaign is already scheduled.", code="already_scheduled")
+    if not live_list_ids(session, campaign.id):
+        raise DomainError(400, "The campaign has no lists: assign at least one list before sending.")
+    check_can_send(principal.account)
+    campaign.scheduled_at = utcnow()
+    campaign.updated_at = campaign.scheduled_at
+    session.flush()
+    return campaign_views(session, [campaign])[0]
+
+
+def editable_campaign(session: Session, principal: Principal, campaign_id: int) -> Campaign:
+    """A campaign of the account that has not been sent, locked for the change (404, 409 otherwise)."""
+    campaign = regular_campaign(session, campaign_id, principal.account.id, for_update=True)
+    reject_if_sent(campaign)
+    return campaign
