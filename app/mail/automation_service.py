@@ -9,14 +9,17 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import select, update
+from fastapi import Request
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
 from app.kit.errors import NotFound, ValidationFailed
 from app.kit.time import utcnow
+from app.mail.automation_runs import set_active
 from app.mail.campaign_service import campaign_views
-from app.mail.common import valid_id
+from app.mail.common import owned, paginate, valid_id
+from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 from app.mail.stats import campaign_stats
 from app.models import Automation, AutomationItem, AutomationTrigger, Campaign, ContactList, Deliverable
 
@@ -186,3 +189,155 @@ def owned_item(session: Session, item_id: int, principal: Principal) -> tuple[Au
     ):
         raise NotFound("Automation email not found.")
     return item, automation
+
+
+def automations_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+    """GET /automations: a page of the account's live automations."""
+    query = (
+        select(Automation)
+        .where(Automation.account_id == principal.account.id, Automation.deleted_at.is_(None))
+        .order_by(Automation.id)
+    )
+    paged = paginate(session, request, query, AUTOMATIONS_PER_PAGE)
+    return paged.envelope(automation_views(session, paged.rows, with_stats=False))
+
+
+def create_automation(session: Session, principal: Principal, body: AutomationCreate) -> dict[str, Any]:
+    """POST /automations: inactive unless `active` is given, with its trigger when one is given."""
+    trigger = resolve_trigger(
+        session, principal, body.trigger_type, body.trigger_list_id, body.trigger_campaign_id
+    )
+    automation = Automation(
+        account_id=principal.account.id, user_id=principal.user.id, title=body.title, active=body.active
+    )
+    session.add(automation)
+    session.flush()
+    if trigger is not None:
+        replace_trigger(session, automation, trigger)
+        session.flush()
+    return automation_views(session, [automation], with_stats=False)[0]
+
+
+def update_automation(
+    session: Session, principal: Principal, automation: Automation, body: AutomationUpdate
+) -> dict[str, Any]:
+    """PATCH /automations/{id}: title, active, and the trigger merged from the given fields and the
+    current trigger (see merged_trigger)."""
+    given = body.model_fields_set
+    if "title" in given:
+        if body.title is None:
+            raise ValidationFailed({"title": ["The title field is required."]})
+        automation.title = body.title
+    if body.active is not None:
+        set_active(session, automation, body.active, utcnow())
+    if given & {"trigger_type", "trigger_list_id", "trigger_campaign_id"}:
+        trigger = merged_trigger(session, principal, automation, body)
+        if trigger is not None:
+            replace_trigger(session, automation, trigger)
+    automation.updated_at = utcnow()
+    session.flush()
+    return automation_views(session, [automation], with_stats=False)[0]
+
+
+def delete_automation(session: Session, automation: Automation) -> None:
+    """Soft delete of the automation and its emails; what it has scheduled is cancelled."""
+    now = utcnow()
+    automation.deleted_at = now
+    cancel_automation_sends(session, automation.id)
+    session.execute(
+        update(Campaign)
+        .where(Campaign.automation_id == automation.id, Campaign.deleted_at.is_(None))
+        .values(deleted_at=now)
+    )
+    session.flush()
+
+
+def add_automation_email(
+    session: Session, principal: Principal, automation: Automation, body: AutomationEmailCreate
+) -> dict[str, Any]:
+    """POST /automations/{id}/emails: the email goes last; its delay is 0 for the first email and
+    DEFAULT_DELAY_HOURS after another unless given."""
+    last_order = session.scalar(
+        select(func.max(AutomationItem.send_order)).where(AutomationItem.automation_id == automation.id)
+    )
+    delay = (
+        body.delay_hours
+        if body.delay_hours is not None
+        else (0 if last_order is None else DEFAULT_DELAY_HOURS)
+    )
+    campaign = Campaign(
+        account_id=principal.account.id,
+        automation_id=automation.id,
+        title=body.subject,
+        subject=body.subject,
+        html=body.html,
+        from_name=body.from_name,
+        from_email=body.from_email,
+        timezone=principal.account.timezone or None,
+    )
+    session.add(campaign)
+    session.flush()
+    item = AutomationItem(
+        automation_id=automation.id,
+        campaign_id=campaign.id,
+        delay_hours=delay,
+        send_order=(last_order or 0) + 1,
+    )
+    session.add(item)
+    session.flush()
+    return item_views(session, [item], with_stats=False)[0]
+
+
+def update_automation_email(
+    session: Session, automation: Automation, item: AutomationItem, body: AutomationEmailUpdate
+) -> dict[str, Any]:
+    """PATCH /automation-emails/{id}: the email's fields, its delay, and its place in the sequence."""
+    given = body.model_fields_set
+    nulled = [
+        n for n in ("subject", "html", "from_name", "from_email") if n in given and getattr(body, n) is None
+    ]
+    if nulled:
+        raise ValidationFailed({n: [f"The {n.replace('_', ' ')} field is required."] for n in nulled})
+    campaign = session.get_one(Campaign, item.campaign_id)
+    now = utcnow()
+    for name in ("subject", "html", "from_name", "from_email"):
+        if name in given:
+            setattr(campaign, name, getattr(body, name))
+            campaign.updated_at = now
+    if body.subject is not None:
+        campaign.title = body.subject
+    if body.delay_hours is not None:
+        item.delay_hours = body.delay_hours
+    if body.send_order is not None:
+        renumber(session, automation.id, moved=item, position=body.send_order)
+    item.updated_at = now
+    session.flush()
+    return item_views(session, [item], with_stats=False)[0]
+
+
+def find_automation(session: Session, principal: Principal, automation_id: int) -> Automation:
+    return owned(session, Automation, automation_id, principal.account.id, "Automation not found.")
+
+
+def merged_trigger(
+    session: Session, principal: Principal, automation: Automation, body: AutomationUpdate
+) -> tuple[str, int | None, int | None] | None:
+    """The trigger a PATCH asks for: the given fields over the current trigger's. A list or campaign
+    id is kept from the current trigger only while the type stays the same."""
+    given = body.model_fields_set
+    current = session.scalars(
+        select(AutomationTrigger).where(AutomationTrigger.automation_id == automation.id)
+    ).first()
+    trigger_type = body.trigger_type or (current.type if current else None)
+    same_type = current is not None and current.type == trigger_type
+    list_id = (
+        body.trigger_list_id
+        if "trigger_list_id" in given
+        else (current.list_id if same_type and current else None)
+    )
+    campaign_id = (
+        body.trigger_campaign_id
+        if "trigger_campaign_id" in given
+        else (current.campaign_id if same_type and current else None)
+    )
+    return resolve_trigger(session, principal, trigger_type, list_id, campaign_id)
