@@ -24,6 +24,7 @@ from app.db import (
     make_session_factory,
     make_write_session_factory,
 )
+from app.docs_routes import install_docs_routes, install_openapi_routes
 from app.feeds.router import feed_routers
 from app.health import health_router
 from app.identity.dependencies import rate_headers
@@ -37,7 +38,6 @@ from app.logs import RequestIds
 from app.mail.hosted_form_service import FormLimits
 from app.mail.router import mail_routers
 from app.metrics import RequestMetrics, metrics_router
-from app.openapi_docs import install_docs_routes, install_openapi_routes
 from app.scheduler import Scheduler
 from app.watches.router import watch_routers
 
