@@ -115,6 +115,39 @@ def upsert_contacts(
     An unknown list id is a validation error named by `lists_field(index of the write)`.
     """
     account_id = principal.account.id
+    _check_list_ids(session, account_id, writes, validation_status, lists_field)
+    merged = _merged_by_key(writes)
+    if not merged:
+        return UpsertResult(0, 0, {})
+    created = _make_room(session, account_id, merged)
+    now = utcnow()
+    ids_by_key = _upsert_rows(session, account_id, merged, now)
+
+    joins = [(ids_by_key[key], i) for key, write in merged.items() for i in dict.fromkeys(write.lists)]
+    add_memberships(session, account_id, joins, now)
+    field_values = {ids_by_key[key]: write.fields for key, write in merged.items() if write.fields}
+    if field_values:
+        set_field_values(session, principal, field_values)
+    if created:
+        session.execute(
+            update(Account)
+            .where(Account.id == account_id)
+            .values(
+                contacts_count=Account.contacts_count + created,
+                contacts_version=Account.contacts_version + 1,
+            )
+        )
+    return UpsertResult(created=created, updated=len(merged) - created, ids_by_key=ids_by_key)
+
+
+def _check_list_ids(
+    session: Session,
+    account_id: int,
+    writes: list[ContactWrite],
+    validation_status: int,
+    lists_field: Callable[[int], str],
+) -> None:
+    """Every list id of every write names a live list of the account (a validation error otherwise)."""
     found = live_list_ids_among(session, account_id, [i for write in writes for i in write.lists])
     errors = {
         f"{lists_field(index)}.{position}": [f"The selected {lists_field(index)}.{position} is invalid."]
@@ -124,6 +157,10 @@ def upsert_contacts(
     }
     if errors:
         raise ValidationFailed(errors, status=validation_status)
+
+
+def _merged_by_key(writes: list[ContactWrite]) -> dict[str, ContactWrite]:
+    """One write per lowercased address: a later write's given values win, its lists and fields add up."""
     merged: dict[str, ContactWrite] = {}
     for write in writes:
         key = write.email.lower()
@@ -135,9 +172,12 @@ def upsert_contacts(
                 if getattr(write, name) is None:
                     setattr(write, name, getattr(earlier, name))
         merged[key] = write
-    if not merged:
-        return UpsertResult(0, 0, {})
+    return merged
 
+
+def _make_room(session: Session, account_id: int, merged: dict[str, ContactWrite]) -> int:
+    """How many of the contacts are new (restored ones included), 402 past the account's limit; a
+    restored contact loses its old lists and fields first."""
     # The account row lock orders concurrent writers, so the count below and the limit check agree.
     limit = session.execute(
         select(Account.contacts_count, Account.contact_limit)
@@ -162,8 +202,13 @@ def upsert_contacts(
         )
         session.execute(delete(ListMembership).where(ListMembership.contact_id.in_(restored_ids)))
         session.execute(delete(ContactFieldValue).where(ContactFieldValue.contact_id.in_(restored_ids)))
+    return created
 
-    now = utcnow()
+
+def _upsert_rows(
+    session: Session, account_id: int, merged: dict[str, ContactWrite], now: datetime
+) -> dict[str, int]:
+    """The one INSERT ... ON CONFLICT of the contacts' rows; their ids by lowercased address."""
     table = Contact.__table__
     stmt = upsert(session, table)
     rows: list[dict[str, Any]] = []
@@ -198,23 +243,7 @@ def upsert_contacts(
         },
     ).returning(table.c.id, table.c.email_key)
     result = session.execute(stmt, rows) if rows else session.execute(stmt)
-    ids_by_key = {key: contact_id for contact_id, key in result}
-
-    joins = [(ids_by_key[key], i) for key, write in merged.items() for i in dict.fromkeys(write.lists)]
-    add_memberships(session, account_id, joins, now)
-    field_values = {ids_by_key[key]: write.fields for key, write in merged.items() if write.fields}
-    if field_values:
-        set_field_values(session, principal, field_values)
-    if created:
-        session.execute(
-            update(Account)
-            .where(Account.id == account_id)
-            .values(
-                contacts_count=Account.contacts_count + created,
-                contacts_version=Account.contacts_version + 1,
-            )
-        )
-    return UpsertResult(created=created, updated=len(merged) - created, ids_by_key=ids_by_key)
+    return {key: contact_id for contact_id, key in result}
 
 
 # Timestamps are read as the naive UTC values stored, skipping the column type's time zone round trip.
