@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -63,18 +63,20 @@ def error_body(request: Request, error: DomainError) -> dict[str, Any]:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    # Starlette calls each handler only for the exception class it is registered for: the casts below
+    # only tell the type checker so.
     async def on_domain_error(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, DomainError)
-        headers = {**rate_headers(request), **exc.headers}
-        return JSONResponse(error_body(request, exc), status_code=exc.status, headers=headers)
+        domain = cast(DomainError, exc)
+        headers = {**rate_headers(request), **domain.headers}
+        return JSONResponse(error_body(request, domain), status_code=domain.status, headers=headers)
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StarletteHTTPException)
+        http = cast(StarletteHTTPException, exc)
         messages = {404: "Not Found.", 405: "Method Not Allowed."}
-        message = messages.get(exc.status_code, str(exc.detail))
+        message = messages.get(http.status_code, str(http.detail))
         codes = {404: "not_found", 405: "method_not_allowed"}
-        error = DomainError(exc.status_code, message, code=codes.get(exc.status_code))
-        return JSONResponse(error_body(request, error), status_code=exc.status_code, headers=exc.headers)
+        error = DomainError(http.status_code, message, code=codes.get(http.status_code))
+        return JSONResponse(error_body(request, error), status_code=http.status_code, headers=http.headers)
 
     async def on_request_validation(request: Request, exc: Exception) -> JSONResponse:
         # Only path parameters are declared to FastAPI; a non-integer id names no resource.

@@ -209,7 +209,7 @@ ACTION_CONFIGS: dict[str, Any] = {
     "LogConfig": watch_specs.LogConfig,
     "WebhookConfig": watch_specs.WebhookConfig,
 }
-# The /v1 routes that need no credentials (CONTRACT.md).
+# The /v1 routes that need no credentials (docs/compatibility.md).
 PUBLIC_FEED_ROUTES = {
     ("post", "/v1/auth/signup"),
     ("post", "/v1/auth/login"),

@@ -2,8 +2,9 @@
 
 Every domain's jobs register here. A job that did work runs again at once (draining a queue); one
 that found nothing sleeps for its interval. A job that raises is logged and retried after its
-interval: the loop never dies. (APScheduler, named in ARCHITECTURE.md, adds nothing to loops of this
-shape, so the house uses plain tasks; several processes share the queues through row locks.)
+interval: the loop never dies. (A job framework such as APScheduler adds nothing to loops of this
+shape, so the house uses plain tasks, as docs/architecture.md says; several processes share the queues
+through row locks.)
 
 This is also where one domain's jobs are wired to another's, so that neither imports the other: the
 feed poller's `on_new_items` hook is the watch run queue's `enqueue_first_runs`.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session, sessionmaker
+from time_machine import TimeMachineFixture
 
 from app.config import Settings
 from app.db import create_db_engine, is_sqlite_url
@@ -26,6 +28,21 @@ from tests.smtp_sink import smtp_sink  # noqa: F401 (a fixture every test folder
 # fake OpenAI-compatible engine (`llm`) of the watch tests and the scale-out test; and a headless
 # Chromium (`browser`) for the browser tests.
 pytest_plugins = ("tests.upstream", "tests.fake_engine", "tests.browser")
+
+
+# Tests that reason about days, windows or expiry own the clock (time-machine), never the wall clock's
+# hour: they start at NOON, a weekday midday far from any day, month or year boundary, unless they move
+# the clock to the boundary they are about.
+NOON = datetime(2027, 6, 9, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock(time_machine: TimeMachineFixture) -> TimeMachineFixture:
+    """The clock at NOON and ticking on from there; `clock.move_to(moment)` and `clock.shift(delta)`
+    move it. Ask for it before other fixtures (or with `pytest.mark.usefixtures("clock")`) so that
+    the rows they make are made at NOON too."""
+    time_machine.move_to(NOON)
+    return time_machine
 
 
 def _database_url(tmp_dir: Path) -> str:

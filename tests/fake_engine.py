@@ -108,8 +108,9 @@ def handler_for(engine: FakeEngine) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-@pytest.fixture
-def llm() -> Iterator[FakeEngine]:
+@contextlib.contextmanager
+def running_engine() -> Iterator[FakeEngine]:
+    """A fake engine for as long as the block runs (the fixture's, or a longer-lived one)."""
     # The handler class needs the engine, and the engine needs the server's port: set it after.
     server = LoopbackServer(("127.0.0.1", 0), None)  # type: ignore[arg-type]
     fake = FakeEngine("127.0.0.1", server.server_address[1])
@@ -121,3 +122,9 @@ def llm() -> Iterator[FakeEngine]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeEngine]:
+    with running_engine() as engine:
+        yield engine

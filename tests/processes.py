@@ -29,42 +29,123 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@contextmanager
-def served_app(database_url: str, var_dir: Path, **env: str) -> Iterator[str]:
-    """The app as `uvicorn --factory` serves it; yields its base URL. Fails the test on a traceback."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    environment = {
+SECRET_KEY = "server-test-secret-key-long-enough-to-sign"
+
+
+def environment(database_url: str, var_dir: Path, base: str, **env: str) -> dict[str, str]:
+    """The environment of a server or worker process of the tests: this database and var folder, a
+    fixed secret key (so links signed by one process open in another), and `env` on top."""
+    return {
         **os.environ,
         "TIDINGS_DATABASE_URL": database_url,
         # Its own address is its public one: links in emails and the Origin trusted for cookie POSTs.
         "TIDINGS_BASE_URL": base,
         "TIDINGS_VAR_DIR": str(var_dir),
-        "TIDINGS_SECRET_KEY": "server-test-secret-key-long-enough-to-sign",
+        "TIDINGS_SECRET_KEY": SECRET_KEY,
         "TIDINGS_MAIL_RATE_LIMIT": "100000/minute",
-        # HTTP only unless a test asks for background work: the jobs' writes would otherwise race the
-        # test's own writes to a shared SQLite file.
-        "TIDINGS_SCHEDULER": "false",
         **env,
     }
-    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port)]
-    process = subprocess.Popen([*command, "--log-level", "warning"], env=environment, stderr=subprocess.PIPE)
+
+
+def tidings_script() -> str:
+    """The `tidings` console script that `pip install` put beside this Python: what people run."""
+    script = Path(sys.executable).with_name("tidings")
+    if not script.exists():
+        pytest.fail(f"no console script at {script}: install the project (pip install -e '.[test]')")
+    return str(script)
+
+
+@dataclass
+class Running:
+    """A process of the tests: its base URL (servers only) and everything it printed."""
+
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    base: str = ""
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def tail(self, characters: int = 3000) -> str:
+        return self.output()[-characters:]
+
+
+@contextmanager
+def running(
+    command: list[str],
+    env: dict[str, str],
+    log_path: Path,
+    base: str = "",
+    *,
+    cwd: Path | None = None,
+    start_seconds: float = 30,
+) -> Iterator[Running]:
+    """Runs `command` (in `cwd`) with its output, stdout and stderr, in `log_path` (a file, not a pipe:
+    a chatty process never blocks on a full pipe), waits up to `start_seconds` for `base`/healthz when
+    given, and stops it with SIGTERM at the end. Fails the test when it did not start, and when it
+    printed a traceback at any time."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    found = Running(process, log_path, base)
     try:
-        deadline = time.monotonic() + 30
-        while True:
+        deadline = time.monotonic() + start_seconds
+        while base:
             try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
+                if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail("the server did not start")
+                pytest.fail(f"the server did not start:\n{found.tail()}")
             time.sleep(0.1)
-        yield base
+        yield found
     finally:
         process.terminate()
-        _, stderr = process.communicate(timeout=15)
-        assert b"Traceback" not in stderr, stderr.decode()[-3000:]
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            pytest.fail(f"{command[-1]} did not stop on SIGTERM:\n{found.tail()}")
+        assert "Traceback" not in found.output(), found.tail()
+
+
+@contextmanager
+def served_app(database_url: str, var_dir: Path, **env: str) -> Iterator[str]:
+    """The app as `uvicorn --factory` serves it; yields its base URL. Fails the test on a traceback."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    # HTTP only unless a test asks for background work: the jobs' writes would otherwise race the
+    # test's own writes to a shared SQLite file.
+    environment_ = environment(database_url, var_dir, base, **{"TIDINGS_SCHEDULER": "false", **env})
+    command = [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--port", str(port)]
+    log_path = var_dir.parent / f"uvicorn-{port}.log"
+    with running([*command, "--log-level", "warning"], environment_, log_path, base):
+        yield base
+
+
+@contextmanager
+def shipped_serve(database_url: str, var_dir: Path, *options: str, **env: str) -> Iterator[Running]:
+    """`tidings serve` as shipped: the installed console script, which migrates, then serves on
+    uvicorn's default loop (uvloop, installed by uvicorn[standard]) with its own scheduler on (unless
+    `--no-scheduler` is among `options`)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [tidings_script(), "serve", "--host", "127.0.0.1", "--port", str(port), *options]
+    log_path = var_dir.parent / f"serve-{port}.log"
+    with running(command, environment(database_url, var_dir, base, **env), log_path, base) as served:
+        yield served
+
+
+@contextmanager
+def shipped_worker(database_url: str, var_dir: Path, base: str, **env: str) -> Iterator[Running]:
+    """`tidings worker` as shipped (the installed console script, on asyncio's own loop), for the
+    server at `base` (the public address written into emails)."""
+    log_path = var_dir.parent / f"worker-{free_port()}.log"
+    env_ = environment(database_url, var_dir, base, **env)
+    with running([tidings_script(), "worker"], env_, log_path) as worker:
+        yield worker
 
 
 @contextmanager
@@ -109,33 +190,9 @@ def served_command(
     """A `tidings serve ... --port PORT` command as an operator runs it, in `cwd`: waits until
     http://127.0.0.1:PORT/healthz answers, yields, then stops it; fails the test on a traceback."""
     base = f"http://127.0.0.1:{port}"
-    logs.mkdir(parents=True, exist_ok=True)
-    stdout_path, stderr_path = logs / "stdout.txt", logs / "stderr.txt"
-    with stdout_path.open("w") as stdout, stderr_path.open("w") as stderr:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=stdout, stderr=stderr)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or process.poll() is not None:
-                pytest.fail(
-                    f"the server did not start:\n{stdout_path.read_text()}\n{stderr_path.read_text()}"
-                )
-            time.sleep(0.1)
+    with running(command, env, logs / "output.txt", base, cwd=cwd, start_seconds=60) as served:
         printed = {}
-        for line in stdout_path.read_text().splitlines():
+        for line in served.output().splitlines():
             label, _, value = line.partition(":")
             printed[label.strip()] = value.strip()
         yield ServedCommand(base, printed)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        assert "Traceback" not in stderr_path.read_text(), stderr_path.read_text()[-3000:]

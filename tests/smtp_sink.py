@@ -8,6 +8,7 @@ import email.policy
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 
@@ -115,8 +116,9 @@ class SmtpSink:
         return "250 Message accepted"
 
 
-@pytest.fixture
-def smtp_sink() -> Iterator[SmtpSink]:
+@contextmanager
+def running_sink() -> Iterator[SmtpSink]:
+    """A loopback SMTP server for as long as the block runs (the fixture's, or a longer-lived one)."""
     with socket.socket() as probe:  # aiosmtpd's readiness check cannot work with port 0
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -127,3 +129,9 @@ def smtp_sink() -> Iterator[SmtpSink]:
         yield sink
     finally:
         controller.stop()
+
+
+@pytest.fixture
+def smtp_sink() -> Iterator[SmtpSink]:
+    with running_sink() as sink:
+        yield sink

@@ -55,7 +55,7 @@ def test_commands_are_real_and_ports_agree() -> None:
     assert f"{port}:{port}" in SERVICES["app"]["ports"]
     assert f"EXPOSE {port}" in DOCKERFILE
     assert f"127.0.0.1:{port}/healthz" in DOCKERFILE
-    assert "8025:8025" in SERVICES["mailpit"]["ports"]  # the web inbox the README points to
+    assert "8025:8025" in SERVICES["mailpit"]["ports"]  # the web inbox docs/operations.md points to
 
 
 def test_image_runs_as_a_non_root_user_in_two_stages() -> None:

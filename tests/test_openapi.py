@@ -1,5 +1,6 @@
 """GET /openapi.yaml (the email API's description, equal to the committed openapi/mail.yaml and a valid
-OpenAPI 3 document naming every route of the seed), GET /healthz, and 404s for routes that do not exist."""
+OpenAPI 3 document naming every route of SendFox's API), GET /healthz, and 404s for routes that do not
+exist."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tests.conftest import ApiUser
 
 COMMITTED = Path(__file__).resolve().parent.parent / "openapi" / "mail.yaml"
 
-# Every operation of seed 000 and the statuses it lists (401 and 429 apply to all of them).
+# Every operation of SendFox's API 1.2.0 and the statuses it lists (401 and 429 apply to all of them).
 SEED_OPERATIONS: dict[tuple[str, str], set[str]] = {
     ("get", "/contacts"): {"200", "401"},
     ("post", "/contacts"): {"200", "400", "402"},

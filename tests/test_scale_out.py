@@ -9,10 +9,7 @@ Redis)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -30,7 +27,7 @@ from app.models import Deliverable, FeedItem, User, WatchActionDelivery, WatchAc
 from app.models.watch_runs import TERMINAL_RUN_STATES
 from tests.fake_engine import FakeEngine
 from tests.feeds.conftest import make_feed
-from tests.processes import committed_users, served_app
+from tests.processes import committed_users, served_app, shipped_worker
 from tests.smtp_sink import SmtpSink
 from tests.upstream import Upstream
 from tests.watches.conftest import make_watch, rss_source, serve_items
@@ -94,10 +91,6 @@ def test_two_api_processes_and_two_workers(
         "TIDINGS_ENGINE_BASE_URL": llm.base_url,
     }
     worker_env = {
-        **os.environ,
-        "TIDINGS_DATABASE_URL": database_url,
-        "TIDINGS_VAR_DIR": str(tmp_path / "var"),
-        "TIDINGS_SECRET_KEY": "server-test-secret-key-long-enough-to-sign",
         "TIDINGS_SMTP_URL": smtp_sink.url,
         "TIDINGS_OUTBOUND_ALLOW_PRIVATE": "true",
         "TIDINGS_ENGINE_BASE_URL": llm.base_url,
@@ -105,90 +98,78 @@ def test_two_api_processes_and_two_workers(
     upstream.serve("/hook", "ok", 200)
     with ExitStack() as stack:
         apis = [stack.enter_context(served_app(database_url, tmp_path / "var", **shared)) for _ in range(2)]
-        workers = [
-            subprocess.Popen(
-                [sys.executable, "-c", "from app.cli import main; main()", "worker"],
-                env=worker_env,
-                stderr=subprocess.PIPE,
+        # The workers stop first (the stack unwinds in reverse), each failing the test on a traceback.
+        for _ in range(2):
+            stack.enter_context(shipped_worker(database_url, tmp_path / "var", apis[0], **worker_env))
+        clients = [
+            stack.enter_context(
+                httpx.Client(base_url=api, headers={"Authorization": f"Bearer {sender}"}, timeout=60)
             )
-            for _ in range(2)
+            for api in apis
         ]
-        try:
-            clients = [
-                stack.enter_context(
-                    httpx.Client(base_url=api, headers={"Authorization": f"Bearer {sender}"}, timeout=60)
-                )
-                for api in apis
-            ]
-            list_id = clients[0].post("/lists", json={"name": "Everyone"}).json()["id"]
-            for batch in range(RECIPIENTS // 1000):
-                contacts = [{"email": f"s{batch}-{n}@example.com", "lists": [list_id]} for n in range(1000)]
-                body = {"contacts": contacts}
-                assert clients[batch % 2].post("/contacts/batch", json=body).status_code == 200
-            campaign = (
-                clients[1]
-                .post(
-                    "/campaigns",
-                    json={
-                        "title": "Scale",
-                        "subject": "Hello {{ first_name | 'there' }}",
-                        "html": '<p>Hi</p><a href="https://example.com/">link</a>',
-                        "from_name": "Scale",
-                        "from_email": "news@example.com",
-                        "lists": [list_id],
-                    },
-                )
-                .json()
+        list_id = clients[0].post("/lists", json={"name": "Everyone"}).json()["id"]
+        for batch in range(RECIPIENTS // 1000):
+            contacts = [{"email": f"s{batch}-{n}@example.com", "lists": [list_id]} for n in range(1000)]
+            body = {"contacts": contacts}
+            assert clients[batch % 2].post("/contacts/batch", json=body).status_code == 200
+        campaign = (
+            clients[1]
+            .post(
+                "/campaigns",
+                json={
+                    "title": "Scale",
+                    "subject": "Hello {{ first_name | 'there' }}",
+                    "html": '<p>Hi</p><a href="https://example.com/">link</a>',
+                    "from_name": "Scale",
+                    "from_email": "news@example.com",
+                    "lists": [list_id],
+                },
             )
-            assert clients[0].post(f"/campaigns/{campaign['id']}/send").status_code == 200
+            .json()
+        )
+        assert clients[0].post(f"/campaigns/{campaign['id']}/send").status_code == 200
 
-            # The watch subscribes before the feed's first poll (a watch does not replay older items).
-            v1 = clients[0]
-            serve_items(upstream, entries(range(FIRST_ITEMS)), "/first.xml")
-            first = rss_source(upstream, "/first.xml")
-            feed = make_feed(v1, v1.headers, [first], is_active=False, poll_interval_seconds=3600)
-            filter_action = {
-                "kind": "semantic_filter",
-                "config": {"instructions": "Items worth it", "fetch_external_content": False},
-            }
-            hook_action = {"kind": "webhook", "config": {"url": upstream.url("/hook")}}
-            watch = make_watch(clients[1], v1.headers, [feed["id"]], [filter_action, hook_action])
-            filter_id, hook_id = (action["id"] for action in watch["actions"])
-            activated = v1.patch(f"/v1/feeds/{feed['id']}", json={"is_active": True})
-            assert activated.status_code == 200, activated.text
+        # The watch subscribes before the feed's first poll (a watch does not replay older items).
+        v1 = clients[0]
+        serve_items(upstream, entries(range(FIRST_ITEMS)), "/first.xml")
+        first = rss_source(upstream, "/first.xml")
+        feed = make_feed(v1, v1.headers, [first], is_active=False, poll_interval_seconds=3600)
+        filter_action = {
+            "kind": "semantic_filter",
+            "config": {"instructions": "Items worth it", "fetch_external_content": False},
+        }
+        hook_action = {"kind": "webhook", "config": {"url": upstream.url("/hook")}}
+        watch = make_watch(clients[1], v1.headers, [feed["id"]], [filter_action, hook_action])
+        filter_id, hook_id = (action["id"] for action in watch["actions"])
+        activated = v1.patch(f"/v1/feeds/{feed['id']}", json={"is_active": True})
+        assert activated.status_code == 200, activated.text
 
-            # One limit across both API processes: exactly RATE_LIMIT of the prober's requests pass.
-            statuses = Counter(
-                httpx.get(f"{apis[n % 2]}/me", headers={"Authorization": f"Bearer {prober}"}).status_code
-                for n in range(RATE_LIMIT + 10)
-            )
-            assert statuses == {200: RATE_LIMIT, 429: 10}
+        # One limit across both API processes: exactly RATE_LIMIT of the prober's requests pass.
+        statuses = Counter(
+            httpx.get(f"{apis[n % 2]}/me", headers={"Authorization": f"Bearer {prober}"}).status_code
+            for n in range(RATE_LIMIT + 10)
+        )
+        assert statuses == {200: RATE_LIMIT, 429: 10}
 
-            deadline = time.monotonic() + 75
-            # The first poll stored the first source's items; adding a second source makes the feed
-            # due again at once (an interval of an hour would not), and that poll re-reads the first.
-            while time.monotonic() < deadline and stored_items(engine, feed["id"]) < FIRST_ITEMS:
-                time.sleep(0.2)
-            assert stored_items(engine, feed["id"]) == FIRST_ITEMS
-            serve_items(upstream, entries(range(FIRST_ITEMS, ITEMS)), "/second.xml")
-            sources = {"version": "v1", "sources": [first, rss_source(upstream, "/second.xml")]}
-            added = clients[1].put(f"/v1/feeds/{feed['id']}/sources", json=sources)
-            assert added.status_code == 200 and added.json()["added"] == 1, added.text
+        deadline = time.monotonic() + 75
+        # The first poll stored the first source's items; adding a second source makes the feed
+        # due again at once (an interval of an hour would not), and that poll re-reads the first.
+        while time.monotonic() < deadline and stored_items(engine, feed["id"]) < FIRST_ITEMS:
+            time.sleep(0.2)
+        assert stored_items(engine, feed["id"]) == FIRST_ITEMS
+        serve_items(upstream, entries(range(FIRST_ITEMS, ITEMS)), "/second.xml")
+        sources = {"version": "v1", "sources": [first, rss_source(upstream, "/second.xml")]}
+        added = clients[1].put(f"/v1/feeds/{feed['id']}/sources", json=sources)
+        assert added.status_code == 200 and added.json()["added"] == 1, added.text
 
-            while time.monotonic() < deadline:
-                sent = sent_emails(engine, campaign["id"])
-                settled = settled_runs(engine, filter_id)
-                to_deliver = sum(1 for run in settled if run.state == "succeeded")
-                delivered = len(settled_runs(engine, hook_id))
-                if sent == RECIPIENTS and len(settled) == ITEMS and delivered == to_deliver:
-                    break
-                time.sleep(0.5)
-        finally:
-            for worker in workers:
-                worker.terminate()
-            for worker in workers:
-                _, stderr = worker.communicate(timeout=30)
-                assert b"Traceback" not in stderr, stderr.decode()[-3000:]
+        while time.monotonic() < deadline:
+            sent = sent_emails(engine, campaign["id"])
+            settled = settled_runs(engine, filter_id)
+            to_deliver = sum(1 for run in settled if run.state == "succeeded")
+            delivered = len(settled_runs(engine, hook_id))
+            if sent == RECIPIENTS and len(settled) == ITEMS and delivered == to_deliver:
+                break
+            time.sleep(0.5)
     assert sent_emails(engine, campaign["id"]) == RECIPIENTS
     per_recipient = Counter(address for message in smtp_sink.received for address in message.recipients)
     assert len(per_recipient) == RECIPIENTS

@@ -1,5 +1,6 @@
-"""The README's "Size caps" table is the code's: every row's number is the cap the code applies (read from
-the constants and from the request models' own schemas), and every cap listed here has its row."""
+"""The "Size caps" table of docs/compatibility.md is the code's: every row's number is the cap the code
+applies (read from the constants and from the request models' own schemas), and every cap listed here
+has its row."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from app.authroutes import account_pages, api_auth
 from app.authroutes.schemas import SignUpEmailBody
 from app.authroutes.v1_auth import Credentials, DevicePollInput, SignupInput, TokenInput
 from app.feeds import specs as feed_specs
-from app.identity import accounts, sign_up
+from app.identity import accounts, passwords
 from app.kit import v1_input
 from app.mail import bounces, campaign_rules
 from app.mail import field_service as fields
@@ -31,7 +32,7 @@ from app.mail.specs import (
 )
 from app.watches import specs as watch_specs
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CAPS_DOC = Path(__file__).resolve().parent.parent / "docs" / "compatibility.md"
 
 
 def cap(model: type[BaseModel], field: str, *path: str, key: str = "maxLength") -> Any:
@@ -68,7 +69,7 @@ MAP_MODELS = [
     (F.CuratedFeedConfig, "default_field_map"),
 ]
 
-# README row -> every value in the code that row stands for.
+# Table row -> every value in the code that row stands for.
 CODE: dict[str, list[Any]] = {
     "/v1 JSON body (bytes)": [v1_input.MAX_BODY_BYTES],
     "/v1 page size, `?limit=`": [v1_input.MAX_LIMIT],
@@ -163,7 +164,7 @@ CODE: dict[str, list[Any]] = {
         cap(bounces.Report, "message_id"),
     ],
     "`username` (characters)": [accounts.USERNAME_MAX_LENGTH, cap(SignUpEmailBody, "username")],
-    "`password` at sign-up (characters)": [sign_up.MAX_PASSWORD_LENGTH, cap(SignUpEmailBody, "password")],
+    "`password` at sign-up (characters)": [passwords.MAX_PASSWORD_LENGTH, cap(SignUpEmailBody, "password")],
     "/api/auth `name`, `email`, `displayUsername` (characters)": [api_auth.TEXT_MAX_LENGTH],
     "/api/auth `image` (characters)": [api_auth.IMAGE_MAX_LENGTH],
     "/v1/auth `password` (characters)": [cap(Credentials, "password"), cap(SignupInput, "password")],
@@ -177,9 +178,9 @@ CODE: dict[str, list[Any]] = {
 }
 
 
-def readme_caps() -> dict[str, int]:
+def documented_caps() -> dict[str, int]:
     """The "Size caps" table: row name (first column) -> the number that starts its second column."""
-    text = README.read_text()
+    text = CAPS_DOC.read_text()
     section = text.split("\n## Size caps\n", 1)[1].split("\n## ", 1)[0]
     rows: dict[str, int] = {}
     for line in section.splitlines():
@@ -192,14 +193,14 @@ def readme_caps() -> dict[str, int]:
     return rows
 
 
-def test_every_cap_in_the_readme_is_the_codes() -> None:
-    documented = readme_caps()
+def test_every_documented_cap_is_the_codes() -> None:
+    documented = documented_caps()
     assert set(documented) == set(CODE), (
         f"rows without code: {sorted(set(documented) - set(CODE))}; "
         f"caps without a row: {sorted(set(CODE) - set(documented))}"
     )
     wrong = {name: (number, CODE[name]) for name, number in documented.items() if set(CODE[name]) != {number}}
-    assert not wrong, f"README number vs the code's: {wrong}"
+    assert not wrong, f"documented number vs the code's: {wrong}"
 
 
 def test_the_map_caps_hold_for_every_string_map() -> None:

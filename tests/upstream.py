@@ -175,8 +175,9 @@ def _server(upstream_ref: list[Upstream]) -> type[BaseHTTPRequestHandler]:
     return RequestHandler
 
 
-@pytest.fixture
-def upstream() -> Iterator[Upstream]:
+@contextlib.contextmanager
+def running_upstream() -> Iterator[Upstream]:
+    """A loopback upstream for as long as the block runs (the fixture's, or a longer-lived one)."""
     ref: list[Upstream] = []
     server = LoopbackServer(("127.0.0.1", 0), _server(ref))
     ref.append(Upstream("127.0.0.1", server.server_address[1]))
@@ -187,3 +188,9 @@ def upstream() -> Iterator[Upstream]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    with running_upstream() as server:
+        yield server

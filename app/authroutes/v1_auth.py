@@ -42,7 +42,7 @@ router = V1Router(prefix="/v1/auth", tags=["Auth"], dependencies=[Depends(check_
 
 
 class AuthUser(BaseModel):
-    # Ids are strings on /v1 (the seed says so for every resource, as FeedWire.user_id is, and
+    # Ids are strings on /v1 (openmagpie's schema says so for every resource, as FeedWire.user_id is, and
     # openmagpie's clients parse them as strings), though users and accounts are numbered.
     id: str
     email: str

@@ -54,10 +54,14 @@ def users_create(
     contact_limit: Annotated[int, typer.Option(help="Contacts the account may hold")] = 10000,
     staff: Annotated[bool, typer.Option("--staff", help="Mark the user as staff")] = False,
     timezone: Annotated[str, typer.Option(help="IANA time zone of the account")] = "UTC",
-    warmup_days: Annotated[int, typer.Option(help="Days before the account may send")] = 0,
+    warmup_days: Annotated[
+        int, typer.Option(help="Whole days of the account's time zone before it may send")
+    ] = 0,
     daily_send_limit: Annotated[
         int | None,
-        typer.Option(help="Emails a UTC day (default: TIDINGS_DAILY_SEND_LIMIT; 0: no cap)"),
+        typer.Option(
+            help="Emails a day of the account's time zone (default: TIDINGS_DAILY_SEND_LIMIT; 0: no cap)"
+        ),
     ] = None,
 ) -> None:
     """Make a user in a new account; prints the user id.
@@ -144,7 +148,9 @@ def users_update(
     email: Annotated[str, typer.Argument(help="The user's email")],
     plan: Annotated[str | None, typer.Option(help="free, lifetime or empire")] = None,
     contact_limit: Annotated[int | None, typer.Option(help="Contacts the account may hold")] = None,
-    daily_send_limit: Annotated[int | None, typer.Option(help="Emails a UTC day (0: no cap)")] = None,
+    daily_send_limit: Annotated[
+        int | None, typer.Option(help="Emails a day of the account's time zone (0: no cap)")
+    ] = None,
     default_daily_send_limit: Annotated[
         bool,
         typer.Option("--default-daily-send-limit", help="Back to the server's TIDINGS_DAILY_SEND_LIMIT"),

@@ -187,7 +187,8 @@ class CuratedFeedConfig(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     default_field_map: StringMap = {}
-    # Any positive number of days, as the seed sets no bound (only the column's size caps it).
+    # Any positive number of days, as openmagpie sets no bound (only the column's size caps it; see
+    # docs/compatibility.md).
     retention_days: Annotated[int, Field(ge=1, le=MAX_INTEGER)] = 30
 
 

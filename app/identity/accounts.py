@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -20,7 +20,7 @@ from app.identity.passwords import (
     password_problem,
 )
 from app.kit.errors import DomainError
-from app.kit.time import utcnow
+from app.kit.time import account_zone, midnight_after, utcnow
 from app.models import PLANS, Account, User, UserSession
 
 USERNAME_MIN_LENGTH = 3
@@ -145,7 +145,7 @@ def create_user(
         plan=plan,
         contact_limit=contact_limit,
         timezone=timezone,
-        warmup_until=utcnow() + timedelta(days=warmup_days) if warmup_days else None,
+        warmup_until=midnight_after(utcnow(), warmup_days, account_zone(timezone)) if warmup_days else None,
         daily_send_limit=daily_send_limit,
     )
     session.add(account)

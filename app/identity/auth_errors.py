@@ -1,5 +1,6 @@
 """better-auth's error codes and messages (core and `username` plugin), as DomainErrors. /api/auth renders
-them as `{"code", "message"}`; the codes are part of the contract, so they are spelled as better-auth's."""
+them as `{"code", "message"}`; the codes are part of better-auth's interface, so they are spelled as
+better-auth's."""
 
 from __future__ import annotations
 

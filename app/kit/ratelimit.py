@@ -50,7 +50,8 @@ class RateLimiter:
             if redis_url
             else MemoryStorage()
         )
-        assert isinstance(storage, Storage)
+        if not isinstance(storage, Storage):
+            raise TypeError(f"{redis_url} gives no asynchronous rate-limit storage")
         self.storage = storage
         self.limiter: LimitsStrategy = (
             MovingWindowRateLimiter(storage) if exact else SlidingWindowCounterRateLimiter(storage)

@@ -239,8 +239,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
                 return QuickStream(stream)
             except (httpcore.ConnectError, httpcore.ConnectTimeout, OSError) as exc:
                 last = exc
-        assert last is not None
-        raise last
+        raise last or ConnectFailed(f"{host} has no address")
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None

@@ -1,4 +1,4 @@
-"""The /v1 router: every route answers with and without a trailing slash (CONTRACT.md), and only the
+"""The /v1 router: every route answers with and without a trailing slash (docs/compatibility.md), and only the
 slashless path is described in the OpenAPI document."""
 
 from __future__ import annotations

@@ -1,1 +1,1 @@
-"""The email campaign API (seed 000, SendFox-compatible)."""
+"""The email campaign API (SendFox-compatible; docs/email-api.md)."""

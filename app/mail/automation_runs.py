@@ -1,6 +1,6 @@
 """Automation runs: when a trigger fires for contacts, queue the automation's emails for them; pausing.
 
-The contract, where seed 000 is silent:
+What Tidings decides where SendFox is silent (docs/compatibility.md sums it up):
 
 - `apply_list` fires when a contact newly joins the trigger's list: a list membership that did not
   exist before (POST /contacts, PATCH /contacts/{id}, POST /contacts/batch, a hosted form's

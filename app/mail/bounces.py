@@ -1,7 +1,7 @@
 """Bounce, complaint and unsubscribe reports from the SMTP relay (`POST /webhooks/bounces`): the body
 format, and applying reports to deliverables and contacts.
 
-The contract:
+What the relay is to send (SendFox's documents have no such route; docs/email-api.md):
 
 - Authentication: `Authorization: Bearer <TIDINGS_BOUNCE_WEBHOOK_SECRET>`, compared in constant time;
   401 `{"message": "Unauthenticated."}` without it. While the setting is empty the route does not

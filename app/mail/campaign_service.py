@@ -1,4 +1,4 @@
-"""Campaigns: the /campaigns routes and the state rules of the seed (draft, scheduled, sent, deleted).
+"""Campaigns: the /campaigns routes and the state rules of SendFox's API (draft, scheduled, sent, deleted).
 
 A campaign has no status column: scheduled_at, sent_at and deleted_at say where it is. Once a worker
 has set sent_at, PATCH, DELETE and send answer 409. A scheduled campaign that has not started sending

@@ -1,7 +1,7 @@
 """Hosted sign-up forms: the public pages `GET|POST /f/{id}` and the double opt-in `GET /f/confirm/{token}`.
 
 These are pages for people, not part of the email API: no credentials, HTML answers, and they are left
-out of the API's OpenAPI document. Where CONTRACT.md is silent, this module decides:
+out of the API's OpenAPI document. This module decides (docs/email-api.md tells the reader):
 
 - `GET /f/{id}` shows the form: email (required), first and last name (optional). An id that is not an
   integer, an unknown or deleted form, or a form none of whose lists is live any more is a 404 page.

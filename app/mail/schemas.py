@@ -1,4 +1,4 @@
-"""Response shapes of the email API (seed 000); they are also its OpenAPI schemas."""
+"""Response shapes of the email API (SendFox's shapes); they are also its OpenAPI schemas."""
 
 from __future__ import annotations
 

@@ -36,7 +36,8 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        assert isinstance(value, datetime)
+        if not isinstance(value, datetime):
+            raise TypeError(f"a timestamp column gave {type(value).__name__}, not a datetime")
         return value.replace(tzinfo=UTC)
 
 

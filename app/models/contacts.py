@@ -50,7 +50,7 @@ class ListMembership(Base):
 
 
 class ContactField(Timestamped, Base):
-    """A custom field definition (the seed's UserContactField)."""
+    """A custom field definition (SendFox's UserContactField)."""
 
     __tablename__ = "contact_fields"
     __table_args__ = (UniqueConstraint("account_id", "name"),)

@@ -26,9 +26,9 @@ class Account(Timestamped, Base):
     # Bumped whenever the set of live contacts changes (not when one is edited): remembered page
     # positions of the contact listing are good while it stays the same.
     contacts_version: Mapped[int] = mapped_column(default=0, server_default="0")
-    # At most this many emails a UTC day (null: the TIDINGS_DAILY_SEND_LIMIT default; 0: no cap).
+    # At most this many emails a day of the account's time zone (null: TIDINGS_DAILY_SEND_LIMIT; 0: no cap).
     daily_send_limit: Mapped[int | None] = mapped_column(default=None)
-    # The day `sent_today` counts, and how many emails were handed to workers that day.
+    # The day (in the account's time zone) `sent_today` counts, and the emails handed to workers that day.
     sent_day: Mapped[date | None] = mapped_column(default=None)
     sent_today: Mapped[int] = mapped_column(default=0, server_default="0")
     # Pacing (TIDINGS_SEND_RATE): the next free sending slot, shared by every worker.

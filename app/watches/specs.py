@@ -1,5 +1,5 @@
 """What clients send: watches (WatchInput, the PATCH body), action inputs, and the four action configs
-with the seed's limits. Structural rules live here; rules that need settings or the database (the
+with openmagpie's limits. Structural rules live here; rules that need settings or the database (the
 account's feeds, non-public webhook addresses, the stored secrets an edit keeps) live in the services."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ MAX_HEADERS = 64
 MAX_HEADER_NAME = 200
 MAX_HEADER_VALUE = 4096
 MAX_EXTRACT_FIELDS = 64
-# The seed bounds extract instructions (2048); a filter's instructions get the same order of room.
+# openmagpie bounds extract instructions (2048); a filter's instructions get the same order of room.
 MAX_FILTER_INSTRUCTIONS = 8000
 MAX_EXTRACT_INSTRUCTIONS = 2048
 # RFC 9110 token characters: what a header name may be made of.
@@ -116,7 +116,7 @@ IncludeFields = Annotated[
 
 class _Delivery(_Config):
     delivery: Literal["instant", "digest"] = "instant"
-    # At least 0 (the seed's bound) and nothing more: any window length is the client's to choose, up
+    # At least 0 (openmagpie's bound) and nothing more: any window length is the client's to choose, up
     # to the largest integer a behaviour value takes (its windows then still end before year 9999).
     digest_interval_seconds: Annotated[int, Field(ge=0, le=MAX_INTEGER)] = 0
     include_fields: IncludeFields = []

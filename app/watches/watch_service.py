@@ -4,7 +4,7 @@ dry run that validates everything and stores nothing."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
@@ -98,6 +98,32 @@ def _set_feeds(session: Session, watch: Watch, feed_ids: list[str], now: datetim
         )
 
 
+@overload
+def _checked_inputs(
+    session: Session,
+    account_id: int,
+    feed_ids: list[str],
+    actions: list[ActionInput],
+    current: list[WatchAction],
+    *,
+    rules: ActionRules,
+    turning_on: bool = False,
+) -> tuple[list[str], list[CheckedAction]]: ...
+
+
+@overload
+def _checked_inputs(
+    session: Session,
+    account_id: int,
+    feed_ids: list[str] | None,
+    actions: list[ActionInput] | None,
+    current: list[WatchAction],
+    *,
+    rules: ActionRules,
+    turning_on: bool = False,
+) -> tuple[list[str] | None, list[CheckedAction] | None]: ...
+
+
 def _checked_inputs(
     session: Session,
     account_id: int,
@@ -138,7 +164,6 @@ def create_watch(
     feeds, chain = _checked_inputs(
         session, account_id, body.feed_ids or [], body.actions or [], [], rules=rules
     )
-    assert feeds is not None and chain is not None
     if dry_run:
         return {
             "id": None,

@@ -1,6 +1,6 @@
 """better-auth's own JavaScript client (`createAuthClient` with `usernameClient`, the npm package
-pinned in tests/authroutes/js) under Node, against a real Tidings server: the four routes of the seed and
-the session routes answer as that client expects."""
+pinned in tests/authroutes/js) under Node, against a real Tidings server: the four routes of
+better-auth's username flow and the session routes answer as that client expects."""
 
 from __future__ import annotations
 

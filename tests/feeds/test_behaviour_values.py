@@ -1,5 +1,5 @@
 """Behaviour values a feed client sets (`poll_interval_seconds`, `data.retention_days`): any positive
-integer the seed allows is taken and returned as given, up to the database's integer column; the
+integer openmagpie allows is taken and returned as given, up to the database's integer column; the
 operator's floor (TIDINGS_FEED_MIN_POLL_SECONDS) is applied by the poller, never as a 400; and the
 largest values do not overflow the date arithmetic of polling, backoff and retention."""
 
@@ -44,7 +44,7 @@ def feed_row(db: Session, feed_id: str) -> Feed:
 def test_any_positive_poll_interval_is_taken_and_returned(
     client: TestClient, api_user: ApiUser, interval: int
 ) -> None:
-    # Refused below 60 and above 604,800 seconds before: the seed sets no bound.
+    # Refused below 60 and above 604,800 seconds before: openmagpie sets no bound.
     created = client.post(
         "/v1/feeds", json={"name": "Fast", "poll_interval_seconds": interval}, headers=api_user.headers
     )
@@ -71,7 +71,7 @@ def test_any_positive_poll_interval_is_taken_and_returned(
 def test_any_positive_retention_is_taken_and_returned(
     client: TestClient, api_user: ApiUser, days: int
 ) -> None:
-    # Refused above 365 days before: the seed sets no bound.
+    # Refused above 365 days before: openmagpie sets no bound.
     body = {"name": "Kept", "data": {"retention_days": days}}
     created = client.post("/v1/feeds", json=body, headers=api_user.headers)
     assert created.status_code == 201, created.text

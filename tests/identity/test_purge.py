@@ -26,9 +26,12 @@ from app.identity.tokens import hash_token
 from app.kit.time import utcnow
 from app.models import DeviceSession, OAuthAuthorizationCode, OAuthToken, User, UserSession
 from app.scheduler import Scheduler
-from tests.conftest import ApiUser
+from tests.conftest import NOON, ApiUser
 
-NOW = utcnow()
+# The clock stands at NOW (and ticks on from there) in every test of this module: the rows' expiry
+# times are set around it, and the app reads the same clock.
+pytestmark = pytest.mark.usefixtures("clock")
+NOW = NOON
 PAST = NOW - timedelta(days=1)
 FUTURE = NOW + timedelta(days=1)
 

@@ -2,7 +2,7 @@
 
 Whatever arrives (malformed or non-object JSON, wrong types, huge or deeply nested values, NUL and
 unpaired surrogates, SQL, odd content types, PHP bracket keys of any shape, ids that are not ids), the
-answer is never a 5xx: it is the seed's status for the route (400 on POST /contacts, PATCH /unsubscribe
+answer is never a 5xx: it is SendFox's status for the route (400 on POST /contacts, PATCH /unsubscribe
 and POST /lists, 422 on the other validations, 404 for an id that names nothing) with a JSON body
 holding a string `message` and, on validation, `errors` mapping field names to lists of strings. A
 rejected request writes nothing.
@@ -246,7 +246,7 @@ WRONG_VALUES: dict[str, list[Any]] = {
 class Route:
     method: str
     path: str
-    status: int  # the seed's status for a validation failure
+    status: int  # SendFox's status for a validation failure
     success: int
     valid: dict[str, Any]  # a body the route accepts, with markers for the world's ids
     fields: tuple[tuple[str, str], ...]  # (field path, kind) to send wrong values in
@@ -845,7 +845,7 @@ def test_send_reads_no_body(client: TestClient, world: World) -> None:
             headers={**world.headers, "Content-Type": content_type or ""},
         )
         try:
-            body = assert_error(response, 400)  # the draft has no lists: the seed's 400
+            body = assert_error(response, 400)  # the draft has no lists: SendFox's 400
         except AssertionError as exc:
             raise AssertionError(f"{label}: {exc}") from exc
         assert "list" in body["message"]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
+from time_machine import TimeMachineFixture
 
 from app.kit.time import utcnow
 from app.models import Account, Campaign, CampaignList, Contact, Deliverable
@@ -723,6 +724,33 @@ def test_send_after_warm_up_ended_is_allowed(client: TestClient, make_user: Any,
     assert account is not None
     account.warmup_until = utcnow() - timedelta(minutes=1)
     db.commit()
+    assert client.post(f"/campaigns/{draft['id']}/send", headers=warming.headers).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("made", "opens"),
+    [
+        # The account's 14 January ends at 08:00 UTC (Los Angeles is UTC-8 in winter). Made in its last
+        # second, the warm-up takes three whole days of the account's calendar and ends at its midnight.
+        ("2030-01-15T07:59:59Z", "2030-01-18T08:00:00Z"),
+        ("2030-01-15T08:00:00Z", "2030-01-18T08:00:00Z"),
+        ("2030-01-15T08:00:01Z", "2030-01-19T08:00:00Z"),
+    ],
+)
+def test_warm_up_counts_whole_days_of_the_accounts_time_zone(
+    client: TestClient, make_user: Any, clock: TimeMachineFixture, made: str, opens: str
+) -> None:
+    clock.move_to(datetime.fromisoformat(made), tick=False)
+    warming = make_user(warmup_days=3, timezone="America/Los_Angeles")
+    newsletter = create_list(client, warming)
+    draft = create_campaign(client, warming, lists=[newsletter["id"]])
+    clock.move_to(datetime.fromisoformat(opens) - timedelta(seconds=1), tick=False)
+    response = client.post(f"/campaigns/{draft['id']}/send", headers=warming.headers)
+    assert response.status_code == 403
+    assert response.json()["message"] == (
+        f"Your account is warming up: sending and scheduling open at {opens[:-1]}.000000Z."
+    )
+    clock.move_to(datetime.fromisoformat(opens), tick=False)
     assert client.post(f"/campaigns/{draft['id']}/send", headers=warming.headers).status_code == 200
 
 

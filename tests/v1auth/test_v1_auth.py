@@ -233,7 +233,7 @@ def test_garbage_to_authenticated_writes(auth_client: TestClient, member: Person
 
 
 def test_auth_user_ids_are_strings_everywhere(make_client: Callable[..., TestClient], member: Person) -> None:
-    """The seed: "Ids are strings" (AuthUser's id and account_id as much as FeedWire's user_id)."""
+    """openmagpie's schema: "Ids are strings" (AuthUser's id and account_id as much as FeedWire's user_id)."""
     client = make_client(auth_signup_enabled=True)
     signed_up = client.post(
         "/v1/auth/signup", json={"email": "new@example.com", "password": PASSWORD}, headers={"Origin": ORIGIN}

@@ -3,16 +3,18 @@ items, the summary with its windows and non-overlapping buckets, and one run in 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
+from time_machine import TimeMachineFixture
 
 from app.kit.time import iso, utcnow
 from app.models import FeedItem, WatchActionRun
-from tests.conftest import ApiUser
+from tests.conftest import NOON, ApiUser
 from tests.upstream import Upstream
 from tests.watches.conftest import (
     Drain,
@@ -108,6 +110,8 @@ def test_bad_query_values_are_400(client: TestClient, api_user: ApiUser) -> None
     assert client.get("/v1/action-activity/not-an-id", headers=api_user.headers).status_code == 404
 
 
+# At NOON: "an hour ago" is today, and yesterday's noon is in "yesterday" but not in the last 24 hours.
+@pytest.mark.usefixtures("clock")
 def test_summary_windows_count_by_completion_and_buckets_do_not_overlap(
     client: TestClient, api_user: ApiUser, upstream: Upstream, poll: Poll, drain: Drain, db: Session
 ) -> None:
@@ -116,9 +120,10 @@ def test_summary_windows_count_by_completion_and_buckets_do_not_overlap(
     runs = [r["id"] for r in activity(client, api_user.headers, action_id)["items"]]
     now = utcnow()
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    assert midnight == NOON.replace(hour=0)
     moments = {
         runs[0]: now - timedelta(hours=1),  # 24h, 7d, 30d
-        runs[1]: midnight - timedelta(hours=12),  # yesterday, 7d, 30d (and 24h when it is before noon)
+        runs[1]: midnight - timedelta(hours=12),  # yesterday, 7d, 30d
         runs[2]: now - timedelta(days=3),  # 7d, 30d
         runs[3]: now - timedelta(days=20),  # 30d
     }
@@ -141,8 +146,7 @@ def test_summary_windows_count_by_completion_and_buckets_do_not_overlap(
         return found
 
     day = summary("24h")
-    in_day = 2 + (1 if now - moments[runs[1]] < timedelta(hours=24) else 0)
-    assert day["evaluated"]["succeeded"] + day["evaluated"]["failed"] == in_day
+    assert day["evaluated"]["succeeded"] + day["evaluated"]["failed"] == 2
     assert (day["retrying"], day["pending"], day["running"]) == (1, 1, 0)
     yesterday = summary("yesterday")
     assert yesterday["since"] == iso(midnight - timedelta(days=1)) and yesterday["until"] == iso(midnight)
@@ -152,6 +156,26 @@ def test_summary_windows_count_by_completion_and_buckets_do_not_overlap(
     assert month["evaluated"]["succeeded"] == 4 and month["evaluated"]["failed"] == 1
     total = sum(month["evaluated"].values()) + month["retrying"] + month["pending"] + month["running"]
     assert total == 7
+
+
+@pytest.mark.parametrize(
+    ("moment", "since", "until"),
+    [
+        ("2027-01-01T00:00:10Z", "2026-12-31T00:00:00.000000Z", "2027-01-01T00:00:00.000000Z"),
+        ("2026-12-31T23:59:50Z", "2026-12-30T00:00:00.000000Z", "2026-12-31T00:00:00.000000Z"),
+        ("2027-01-31T23:59:59Z", "2027-01-30T00:00:00.000000Z", "2027-01-31T00:00:00.000000Z"),
+    ],
+)
+def test_yesterday_is_the_utc_day_before_the_one_the_clock_is_in(
+    client: TestClient, api_user: ApiUser, clock: TimeMachineFixture, moment: str, since: str, until: str
+) -> None:
+    clock.move_to(datetime.fromisoformat(moment), tick=False)
+    watch = make_watch(client, api_user.headers, [], [FILTER])
+    action_id = watch["actions"][0]["id"]
+    yesterday = activity(client, api_user.headers, action_id, window="yesterday")["summary"]
+    assert (yesterday["since"], yesterday["until"]) == (since, until)
+    day = activity(client, api_user.headers, action_id, window="24h")["summary"]
+    assert day["since"] == iso(datetime.fromisoformat(moment) - timedelta(hours=24))
 
 
 def test_a_run_in_full_and_after_its_item_was_pruned(

@@ -1,4 +1,4 @@
-"""Behaviour values a watch client sets where seed 001 states no bound: `digest_interval_seconds` has the
+"""Behaviour values a watch client sets where openmagpie states no bound: `digest_interval_seconds` has the
 seed's minimum of 0 and no maximum (up to the largest integer a behaviour value takes), and an action's
 `rank` is any integer, clamped to a place in the chain."""
 
@@ -28,7 +28,7 @@ def digest_log(interval: int) -> dict[str, Any]:
 def test_a_digest_interval_past_a_month_is_taken_and_returned(
     client: TestClient, api_user: ApiUser, interval: int
 ) -> None:
-    # Refused above 31 days before: the seed states only the minimum, 0.
+    # Refused above 31 days before: openmagpie states only the minimum, 0.
     watch = make_watch(client, api_user.headers, [], [digest_log(interval)])
     assert watch["actions"][0]["config"]["digest_interval_seconds"] == interval
     added = client.post(
@@ -81,7 +81,7 @@ def test_the_longest_digest_window_parks_its_runs_without_overflow(
 
 
 def test_any_rank_is_clamped_to_a_place_in_the_chain(client: TestClient, api_user: ApiUser) -> None:
-    # Refused outside 0 to 10,000 before: the seed says only "integer or null".
+    # Refused outside 0 to 10,000 before: openmagpie says only "integer or null".
     watch = make_watch(client, api_user.headers, [], [LOG, LOG])
     path = f"/v1/watches/{watch['id']}/actions"
     first = client.post(path, json={**LOG, "rank": -5}, headers=api_user.headers)

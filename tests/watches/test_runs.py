@@ -1,6 +1,6 @@
 """Runs end to end: feed items polled from a local server start each subscribed watch's chain, the drain
 performs the actions against a fake OpenAI-compatible engine and local receivers, and every transition
-of the seed's run table happens: pending -> running -> succeeded (the chain goes on), gated (it stops),
+of openmagpie's run states happens: pending -> running -> succeeded (the chain goes on), gated (it stops),
 failed (retried after about 10 s and 60 s, then terminal), errored (never retried), skipped (paused),
 and a run left running is taken back."""
 

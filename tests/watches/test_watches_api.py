@@ -490,7 +490,7 @@ def test_header_values_that_cannot_be_sent_verbatim_are_refused(
 def test_adding_an_action_past_the_chain_limit_is_refused(
     client: TestClient, api_user: ApiUser, db: Session
 ) -> None:
-    """A watch holds at most 50 actions, whichever route adds them (README limits)."""
+    """A watch holds at most 50 actions, whichever route adds them (docs/compatibility.md)."""
     watch = make_watch(client, api_user.headers, [], [LOG] * 50)
     assert len(watch["actions"]) == 50
     for dry in ("", "?dry_run=1"):

@@ -1,4 +1,4 @@
-"""Webhook deliveries against local receivers: every transition of the seed's delivery table (pending ->
+"""Webhook deliveries against local receivers: every transition of openmagpie's delivery states (pending ->
 succeeded, errored, failed), what each does to its run, receivers that hang, redirect or answer 10 MB,
 blocked destinations, digests of log and webhook actions, and the deliveries routes."""
 

@@ -1,7 +1,7 @@
 """`rss`: an RSS or Atom document, fetched with conditional GET and parsed off the event loop.
 
 The parser is fastfeedparser (lxml): on the benchmark's documents it parses about 40 times faster than
-feedparser with sanitising and URI resolution off (see the README). Two of its habits are corrected
+feedparser with sanitising and URI resolution off (see docs/performance.md). Two of its habits are corrected
 here: it trusts the declared character set (so bytes are decoded first, see `utf8_document`), and it
 takes a short numeric guid for a date (`<guid>42</guid>` would be the year 2042), which is undone.
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -31,8 +32,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import Update
 
 from app.db import among, skip_locked, upsert
+from app.kit.time import account_zone, local_day, start_of_next_day
 from app.models import (
     Account,
     Automation,
@@ -309,8 +312,9 @@ def _apply_account_limits(
 
     Pacing is a shared virtual clock per account (`next_send_at`): each email takes the next slot,
     1/rate seconds after the one before, and a row whose slot is more than a second away waits for it.
-    The daily cap counts emails handed to workers per UTC day (`sent_today`); over it, rows wait for
-    the next day. The account rows are locked only when one of the two applies.
+    The daily cap counts emails handed to workers per day of the account's own time zone
+    (`sent_today`, of the local day `sent_day`); over it, rows wait for the account's next local
+    midnight. The account rows are locked only when one of the two applies.
     """
     account_ids = sorted({row.account_id for row in rows})
     own_caps = select(Account.id, Account.daily_send_limit).where(Account.id.in_(account_ids))
@@ -329,7 +333,7 @@ def _apply_account_limits(
             select(Account).where(Account.id.in_(limited)).order_by(Account.id).with_for_update()
         )
     }
-    today = now.date()
+    zones = {account.id: account_zone(account.timezone) for account in accounts.values()}
     allowed: list[Claimed] = []
     deferred: list[tuple[int, datetime]] = []
     held_back: dict[int, int] = defaultdict(int)
@@ -338,11 +342,12 @@ def _apply_account_limits(
         if account is None:
             allowed.append(row)
             continue
+        today = local_day(now, zones[account.id])
         if account.sent_day != today:
             account.sent_day, account.sent_today = today, 0
         cap = daily_cap(account.id)
         if cap > 0 and account.sent_today >= cap:
-            deferred.append((row.deliverable_id, next_utc_midnight(today)))
+            deferred.append((row.deliverable_id, start_of_next_day(now, zones[account.id])))
             continue
         if limits.send_rate > 0:
             interval = timedelta(seconds=1 / limits.send_rate)
@@ -431,43 +436,56 @@ def _still_held(lease_until: datetime | None) -> ColumnElement[bool]:
 
 
 def _record_sent(session: Session, sent: Sequence[Outcome], now: datetime) -> None:
-    """The common case, nearly every row of a batch, in one statement although each row has its own
-    Message-ID: on PostgreSQL an UPDATE joined to the unnested arrays of ids and Message-IDs (two
-    parameters for the batch), elsewhere one UPDATE run for all rows (an executemany)."""
+    """The common case, nearly every row, in one statement although each row has its own Message-ID: on
+    PostgreSQL an UPDATE joined to the unnested arrays of ids and Message-IDs, elsewhere one UPDATE run
+    for all rows (an executemany). One statement per lease the rows were claimed under."""
     if not sent:
         return
-    # The Core table, not the mapped class: the ORM's bulk UPDATE would want the key in the values.
-    table = cast(Table, Deliverable.__table__)
     by_lease: dict[datetime | None, list[Outcome]] = defaultdict(list)
     for outcome in sent:
         by_lease[outcome.lease_until].append(outcome)
     postgres = session.get_bind().dialect.name == "postgresql"
     for lease_until, outcomes in by_lease.items():
-        held = table.c.state == "sending"
-        if lease_until is not None:
-            held = and_(held, table.c.lease_until == lease_until)
-        done = {"state": "sent", "sent_at": now, "lease_until": None, "error": None, "updated_at": now}
+        statement = _sent_statement(postgres, fenced=lease_until is not None)
+        shared = {"now": now, "lease": lease_until}
         if postgres:
-            rows = (
-                func.unnest(
-                    literal([o.deliverable_id for o in outcomes], postgresql.ARRAY(Integer)),
-                    literal([o.message_id for o in outcomes], postgresql.ARRAY(String)),
-                )
-                .table_valued("id", "message_id")
-                .render_derived(name="sent_rows")
-            )
+            ids = [o.deliverable_id for o in outcomes]
             session.execute(
-                update(table)
-                .where(table.c.id == rows.c.id, held)
-                .values(message_id=rows.c.message_id, **done)
+                statement, {"ids": ids, "message_ids": [o.message_id for o in outcomes], **shared}
             )
         else:
             session.execute(
-                update(table)
-                .where(table.c.id == bindparam("row_id"), held)
-                .values(message_id=bindparam("row_message_id"), **done),
-                [{"row_id": o.deliverable_id, "row_message_id": o.message_id} for o in outcomes],
+                statement,
+                [{"row_id": o.deliverable_id, "row_message_id": o.message_id, **shared} for o in outcomes],
             )
+
+
+@cache
+def _sent_statement(postgres: bool, *, fenced: bool) -> Update:
+    """Built once and reused with new parameters: the recorder runs it many times a second, and building
+    a statement and its cache key cost more than running it."""
+    # The Core table, not the mapped class: the ORM's bulk UPDATE would want the key in the values.
+    table = cast(Table, Deliverable.__table__)
+    now = bindparam("now", type_=table.c.updated_at.type)
+    held = table.c.state == "sending"
+    if fenced:
+        held = and_(held, table.c.lease_until == bindparam("lease", type_=table.c.lease_until.type))
+    done = {"state": "sent", "sent_at": now, "lease_until": None, "error": None, "updated_at": now}
+    if postgres:
+        rows = (
+            func.unnest(
+                bindparam("ids", type_=postgresql.ARRAY(Integer)),
+                bindparam("message_ids", type_=postgresql.ARRAY(String)),
+            )
+            .table_valued("id", "message_id")
+            .render_derived(name="sent_rows")
+        )
+        return update(table).where(table.c.id == rows.c.id, held).values(message_id=rows.c.message_id, **done)
+    return (
+        update(table)
+        .where(table.c.id == bindparam("row_id"), held)
+        .values(message_id=bindparam("row_message_id"), **done)
+    )
 
 
 def _update_each(
@@ -569,7 +587,3 @@ def release_unsent(session: Session, unsent: Sequence[Claimed], now: datetime) -
         )
         released += int(result.rowcount or 0)  # type: ignore[attr-defined]
     return released
-
-
-def next_utc_midnight(moment: date) -> datetime:
-    return datetime.combine(moment + timedelta(days=1), time(), tzinfo=UTC)

@@ -5,7 +5,7 @@ tags and links, and its plain-text twin is made once from the html; each part be
 literal text around the holes to fill. Each recipient then costs one join per part, one HMAC per link,
 and two base64 encodings; that is what lets one worker send thousands of emails a second.
 
-Merge tags (the contract for authors of campaigns):
+Merge tags (what authors of campaigns can rely on):
 - `{{ first_name }}`, `{{ last_name }}`, `{{ email }}` and any custom contact field by name
   (`{{ company }}`); names are matched without regard to case.
 - A fallback after a pipe for an empty or unknown value: `{{ first_name | "friend" }}` (quotes optional).

@@ -15,6 +15,7 @@ import base64
 import re
 import ssl
 from collections import deque
+from typing import cast
 
 SMTP_TIMEOUT_SECONDS = 30
 QUIT_TIMEOUT_SECONDS = 5
@@ -66,8 +67,9 @@ class _Replies(asyncio.Protocol):
         self.lost: Exception | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport, though not always a subclass of asyncio.Transport: uvloop's (what
+        # `tidings serve` runs on under uvicorn) are its own classes with the same methods.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         buffer = self.buffer

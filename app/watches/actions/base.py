@@ -53,11 +53,13 @@ def payload_item(run: ClaimedRun, include_fields: list[str]) -> dict[str, Any]:
     """One item of a webhook body or log line: its key, its source, and its fields (all, or those
     named by include_fields)."""
     data = item_data(run)
-    assert run.item is not None
+    item = run.item
+    if item is None:  # item_data raised already; this says so to the type checker
+        raise Unreadable("the feed item is gone")
     fields = data if not include_fields else {name: data[name] for name in include_fields if name in data}
     return {
-        "key": f"{run.item.source_kind}:{run.item.external_id}",
-        "source": {"label": run.item.source_label, "kind": run.item.source_kind},
+        "key": f"{item.source_kind}:{item.external_id}",
+        "source": {"label": item.source_label, "kind": item.source_kind},
         "item": fields,
     }
 
@@ -87,8 +89,8 @@ def payload_items(runs: list[ClaimedRun]) -> PayloadItems:
 
 
 def payload(runs: list[ClaimedRun], items: list[dict[str, Any]]) -> dict[str, Any]:
-    """The body of a webhook request (and of a log line): CONTRACT.md's shape, `window` null for an
-    instant delivery and the window's bounds for a digest."""
+    """The body of a webhook request (and of a log line): the shape docs/compatibility.md gives,
+    `window` null for an instant delivery and the window's bounds for a digest."""
     first = runs[0]
     window = None
     if first.window is not None:

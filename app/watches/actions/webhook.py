@@ -1,6 +1,6 @@
 """webhook: the item (instant) or a window of items (digest) sent to the configured URL with the
-configured method and headers, in CONTRACT.md's body. Each call is a delivery, written `pending` before
-the call (so a crash leaves a trace) and settled by the answer:
+configured method and headers, in the body docs/compatibility.md gives. Each call is a delivery,
+written `pending` before the call (so a crash leaves a trace) and settled by the answer:
 
 - 2xx: `succeeded`, and the runs succeed;
 - a blocked destination, any redirect (never followed), another 4xx: `errored`, and so are the runs

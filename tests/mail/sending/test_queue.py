@@ -8,14 +8,18 @@ import itertools
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from time_machine import TimeMachineFixture
 
 from app.kit.time import utcnow
 from app.mail.sending.queue import MAX_ATTEMPTS, BounceRule, release_expired_leases
 from app.mail.sending.worker import SendWorker
 from app.models import Account, Campaign, Contact, Deliverable
+from tests.conftest import NOON
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
 
 
@@ -172,6 +176,7 @@ def test_pacing_spreads_sends_over_time(
     assert len(smtp_sink.received) == 8
 
 
+@pytest.mark.usefixtures("clock")
 def test_daily_cap_holds_the_rest_until_the_next_day(
     client: Any, api_user: Any, db: Session, sender: Sender, smtp_sink: SmtpSink
 ) -> None:
@@ -187,11 +192,63 @@ def test_daily_cap_holds_the_rest_until_the_next_day(
     state = rows(db, campaign_id)
     held = [r for r in state.values() if r.state == "queued"]
     assert len(held) == 3
-    tomorrow = datetime.combine(moment.date() + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    tomorrow = datetime.combine(NOON.date() + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
     assert {r.send_after for r in held} == {tomorrow}
     assert run(worker_at(sender, moment + timedelta(hours=1))) == 0
     assert run(worker_at(sender, tomorrow + timedelta(minutes=1))) == 2
     assert len(smtp_sink.received) == 4
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+@pytest.mark.parametrize(
+    ("zone", "first", "same_day", "next_day"),
+    [
+        # Los Angeles in January is UTC-8: UTC's midnight falls inside its day, which ends at 08:00 UTC.
+        (
+            "America/Los_Angeles",
+            "2030-01-14T23:59:50Z",
+            ["2030-01-15T00:00:10Z", "2030-01-15T07:59:59Z"],
+            "2030-01-15T08:00:00Z",
+        ),
+        # Tokyo is UTC+9: its day ends at 15:00 UTC.
+        ("Asia/Tokyo", "2030-01-14T12:00:00Z", ["2030-01-14T14:59:59Z"], "2030-01-14T15:00:00Z"),
+        # The last second of a month.
+        ("UTC", "2030-01-31T20:00:00Z", ["2030-01-31T23:59:59Z"], "2030-02-01T00:00:00Z"),
+    ],
+)
+def test_the_daily_cap_counts_the_days_of_the_accounts_time_zone(
+    client: Any,
+    make_user: Any,
+    db: Session,
+    sender: Sender,
+    smtp_sink: SmtpSink,
+    clock: TimeMachineFixture,
+    zone: str,
+    first: str,
+    same_day: list[str],
+    next_day: str,
+) -> None:
+    clock.move_to(at(first) - timedelta(minutes=5))
+    user = make_user(timezone=zone, daily_send_limit=2)
+    campaign_id = campaign_with_list(client, user.headers, [f"z{n}@example.com" for n in range(5)])
+    send_now(client, user.headers, campaign_id)
+    assert run(worker_at(sender, at(first))) == 2
+    held = [r for r in rows(db, campaign_id).values() if r.state == "queued"]
+    assert {r.send_after for r in held} == {at(next_day)}
+    # Made due at once, the held rows still wait until the account's day is over.
+    for row in held:
+        row.send_after = at(first)
+    db.commit()
+    for moment in same_day:
+        assert run(worker_at(sender, at(moment))) == 0
+    assert run(worker_at(sender, at(next_day))) == 2
+    assert len(smtp_sink.received) == 4
+    account = db.get_one(Account, user.account_id)
+    db.refresh(account)
+    assert (account.sent_day, account.sent_today) == (at(next_day).astimezone(ZoneInfo(zone)).date(), 2)
 
 
 def test_contacts_that_left_after_fan_out_are_not_sent(

@@ -7,28 +7,13 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-import uvloop
 
 from app.mail.sending.queue import Outcome
 from app.mail.sending.recorder import FLUSH_INTERVAL, GROUP_SIZE, OutcomeRecorder
-
-LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
-    "asyncio": asyncio.new_event_loop,
-    "uvloop": uvloop.new_event_loop,
-}
-
-
-@pytest.fixture(params=sorted(LOOPS))
-def run(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any, Any]], Any]:
-    def run_on_loop(coroutine: Coroutine[Any, Any, Any]) -> Any:
-        with asyncio.Runner(loop_factory=LOOPS[request.param]) as runner:
-            return runner.run(coroutine)
-
-    return run_on_loop
 
 
 def outcome(n: int) -> Outcome:

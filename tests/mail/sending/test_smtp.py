@@ -19,7 +19,7 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from app.mail.sending.smtp import WireMessage
 from app.mail.sending.transport import PermanentFailure, SmtpTransport, TemporaryFailure
-from tests.mail.sending.conftest import SmtpSink
+from tests.mail.sending.conftest import Run, SmtpSink
 
 MESSAGE = b"From: <news@example.com>\r\nSubject: Hi\r\n\r\nHello\r\n"
 
@@ -46,10 +46,12 @@ def sink(request: pytest.FixtureRequest) -> Iterator[SmtpSink]:
         yield s
 
 
-def send_all(transport: SmtpTransport, *emails: tuple[str, str, bytes]) -> list[Exception | None]:
+def send_all(
+    run: Run[list[Exception | None]], transport: SmtpTransport, *emails: tuple[str, str, bytes]
+) -> list[Exception | None]:
     """Send one after another on one event loop; each result is None or the exception raised."""
 
-    async def run() -> list[Exception | None]:
+    async def send() -> list[Exception | None]:
         results: list[Exception | None] = []
         try:
             for sender, recipient, message in emails:
@@ -62,13 +64,13 @@ def send_all(transport: SmtpTransport, *emails: tuple[str, str, bytes]) -> list[
             await transport.close()
         return results
 
-    return asyncio.run(run())
+    return run(send())
 
 
-def test_many_emails_over_few_connections(sink: SmtpSink) -> None:
+def test_many_emails_over_few_connections(sink: SmtpSink, run: Run[Any]) -> None:
     transport = SmtpTransport(sink.url, size=2)
 
-    async def run() -> None:
+    async def go() -> None:
         try:
             await asyncio.gather(
                 *(transport.send("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(30))
@@ -76,25 +78,26 @@ def test_many_emails_over_few_connections(sink: SmtpSink) -> None:
         finally:
             await transport.close()
 
-    asyncio.run(run())
+    run(go())
     assert sorted(r.recipients[0] for r in sink.received) == sorted(f"r{n}@example.com" for n in range(30))
     assert sink.ehlos <= 2
     assert all(r.data == MESSAGE for r in sink.received)
 
 
-def test_line_endings_and_leading_dots_are_fixed_on_the_way(sink: SmtpSink) -> None:
+def test_line_endings_and_leading_dots_are_fixed_on_the_way(sink: SmtpSink, run: Run[Any]) -> None:
     odd = b"Subject: dots\n\n.hidden line\r..two dots\r\nend"
-    assert send_all(SmtpTransport(sink.url, size=1), ("a@example.com", "b@example.com", odd)) == [None]
+    assert send_all(run, SmtpTransport(sink.url, size=1), ("a@example.com", "b@example.com", odd)) == [None]
     assert sink.received[0].data == b"Subject: dots\r\n\r\n.hidden line\r\n..two dots\r\nend\r\n"
 
 
-def test_each_refusal_fails_its_own_email_and_the_connection_goes_on(sink: SmtpSink) -> None:
+def test_each_refusal_fails_its_own_email_and_the_connection_goes_on(sink: SmtpSink, run: Run[Any]) -> None:
     sink.refuse["later@example.com"] = "451 4.7.1 Greylisted"
     sink.refuse["gone@example.com"] = "550 5.1.1 No such user"
     sink.refuse_mail["blocked@example.com"] = "553 5.7.1 Sender refused"
     sink.refuse_data["spam@example.com"] = "554 5.7.1 Looks like spam"
     sink.refuse_data["full@example.com"] = "452 4.2.2 Mailbox full"
     results = send_all(
+        run,
         SmtpTransport(sink.url, size=1),
         ("news@example.com", "later@example.com", MESSAGE),
         ("news@example.com", "gone@example.com", MESSAGE),
@@ -114,10 +117,12 @@ def test_each_refusal_fails_its_own_email_and_the_connection_goes_on(sink: SmtpS
     assert sink.ehlos == 1  # every refusal left the dialogue in step: one connection throughout
 
 
-def test_a_pooled_connection_the_relay_dropped_is_replaced_without_losing_the_email(sink: SmtpSink) -> None:
+def test_a_pooled_connection_the_relay_dropped_is_replaced_without_losing_the_email(
+    sink: SmtpSink, run: Run[Any]
+) -> None:
     transport = SmtpTransport(sink.url, size=1)
 
-    async def run() -> None:
+    async def go() -> None:
         try:
             await transport.send("news@example.com", "first@example.com", MESSAGE)
             sink.drop_mail = 1  # the pooled connection dies at the next MAIL, before any content
@@ -125,26 +130,32 @@ def test_a_pooled_connection_the_relay_dropped_is_replaced_without_losing_the_em
         finally:
             await transport.close()
 
-    asyncio.run(run())
+    run(go())
     assert [r.recipients[0] for r in sink.received] == ["first@example.com", "second@example.com"]
     assert sink.ehlos == 2
 
 
-def test_non_ascii_addresses_need_smtputf8() -> None:
+def test_non_ascii_addresses_need_smtputf8(run: Run[Any]) -> None:
     with running(SmtpSink("127.0.0.1", free_port()), enable_SMTPUTF8=True) as utf8:
-        assert send_all(SmtpTransport(utf8.url, 1), ("news@example.com", "josé@example.com", MESSAGE)) == [
-            None
-        ]
+        assert send_all(
+            run, SmtpTransport(utf8.url, 1), ("news@example.com", "josé@example.com", MESSAGE)
+        ) == [None]
         assert utf8.received[0].recipients == ["josé@example.com"]
     with running(SmtpSink("127.0.0.1", free_port()), enable_SMTPUTF8=False) as plain:
-        [refused] = send_all(SmtpTransport(plain.url, 1), ("news@example.com", "josé@example.com", MESSAGE))
+        [refused] = send_all(
+            run, SmtpTransport(plain.url, 1), ("news@example.com", "josé@example.com", MESSAGE)
+        )
         assert isinstance(refused, PermanentFailure) and not refused.bounce
         assert "SMTPUTF8" in str(refused)
 
 
-def test_an_address_that_would_inject_commands_is_refused_before_sending(sink: SmtpSink) -> None:
+def test_an_address_that_would_inject_commands_is_refused_before_sending(
+    sink: SmtpSink, run: Run[Any]
+) -> None:
     [refused] = send_all(
-        SmtpTransport(sink.url, 1), ("news@example.com", "a@example.com>\r\nRCPT TO:<b@example.com", MESSAGE)
+        run,
+        SmtpTransport(sink.url, 1),
+        ("news@example.com", "a@example.com>\r\nRCPT TO:<b@example.com", MESSAGE),
     )
     assert isinstance(refused, PermanentFailure) and not refused.bounce
     assert sink.received == [] and sink.ehlos == 0
@@ -156,34 +167,36 @@ def authenticator(server: Any, session: Any, envelope: Any, mechanism: str, data
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "LOGIN"])
-def test_login_with_plain_or_login(mechanism: str) -> None:
+def test_login_with_plain_or_login(mechanism: str, run: Run[Any]) -> None:
     excluded = [m for m in ("PLAIN", "LOGIN") if m != mechanism]
     sink = SmtpSink("127.0.0.1", free_port())
     options = {"authenticator": authenticator, "auth_require_tls": False, "auth_exclude_mechanism": excluded}
     with running(sink, **options):
         good = SmtpTransport(f"smtp://mailer:s3cret%3A%2F%40@127.0.0.1:{sink.port}", 1)
-        assert send_all(good, ("news@example.com", "a@example.com", MESSAGE)) == [None]
+        assert send_all(run, good, ("news@example.com", "a@example.com", MESSAGE)) == [None]
         bad = SmtpTransport(f"smtp://mailer:wrong@127.0.0.1:{sink.port}", 1)
-        [refused] = send_all(bad, ("news@example.com", "b@example.com", MESSAGE))
+        [refused] = send_all(run, bad, ("news@example.com", "b@example.com", MESSAGE))
         # A refused login is the relay's set-up, not this email's fault: try again later.
         assert isinstance(refused, TemporaryFailure) and "535" in str(refused)
     assert [r.recipients for r in sink.received] == [["a@example.com"]]
 
 
-def test_an_unreachable_relay_fails_fast_after_the_first_try() -> None:
+def test_an_unreachable_relay_fails_fast_after_the_first_try(run: Run[Any]) -> None:
     transport = SmtpTransport(f"smtp://127.0.0.1:{free_port()}", 2)
     started = time.monotonic()
-    results = send_all(transport, *[("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(5)])
+    results = send_all(
+        run, transport, *[("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(5)]
+    )
     assert all(isinstance(r, TemporaryFailure) for r in results)
     assert "a moment ago" in str(results[-1])
     assert time.monotonic() - started < 5
 
 
 @pytest.mark.parametrize("quiet_after", [b"", b"220 hi\r\n", b"220 hi\r\n250 ok\r\n"])
-def test_a_relay_that_stops_answering_times_out(quiet_after: bytes) -> None:
+def test_a_relay_that_stops_answering_times_out(quiet_after: bytes, run: Run[Any]) -> None:
     """Silent at the greeting, at EHLO, or at MAIL: a temporary failure after the timeout."""
 
-    async def run() -> Exception | None:
+    async def go() -> Exception | None:
         replies = iter([quiet_after])
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -204,14 +217,14 @@ def test_a_relay_that_stops_answering_times_out(quiet_after: bytes) -> None:
         return None
 
     started = time.monotonic()
-    failure = asyncio.run(run())
+    failure = run(go())
     assert isinstance(failure, TemporaryFailure)
     assert time.monotonic() - started < 3
 
 
-def test_rendered_messages_go_out_as_they_are(sink: SmtpSink) -> None:
+def test_rendered_messages_go_out_as_they_are(sink: SmtpSink, run: Run[Any]) -> None:
     wire = WireMessage(b"Subject: ready\r\n\r\nalready in SMTP form\r\n")
-    assert send_all(SmtpTransport(sink.url, 1), ("a@example.com", "b@example.com", wire)) == [None]
+    assert send_all(run, SmtpTransport(sink.url, 1), ("a@example.com", "b@example.com", wire)) == [None]
     assert sink.received[0].data == bytes(wire)
 
 
@@ -234,20 +247,23 @@ def server_context(certificate: tuple[str, str]) -> ssl.SSLContext:
     return context
 
 
-def test_starttls_then_login(certificate: tuple[str, str]) -> None:
+def test_starttls_then_login(certificate: tuple[str, str], run: Run[Any]) -> None:
     sink = SmtpSink("127.0.0.1", free_port())
     options = {"tls_context": server_context(certificate), "require_starttls": True}
     options |= {"authenticator": authenticator, "auth_require_tls": True}
     with running(sink, **options):
         url = f"smtp://mailer:s3cret%3A%2F%40@127.0.0.1:{sink.port}?starttls=1&verify=0"
-        assert send_all(SmtpTransport(url, 1), ("news@example.com", "a@example.com", MESSAGE)) == [None]
+        assert send_all(run, SmtpTransport(url, 1), ("news@example.com", "a@example.com", MESSAGE)) == [None]
         # Without STARTTLS this server refuses MAIL with a 530: a 5xx, so that email fails.
         [refused] = send_all(
-            SmtpTransport(f"smtp://127.0.0.1:{sink.port}", 1), ("news@example.com", "b@example.com", MESSAGE)
+            run,
+            SmtpTransport(f"smtp://127.0.0.1:{sink.port}", 1),
+            ("news@example.com", "b@example.com", MESSAGE),
         )
         assert isinstance(refused, PermanentFailure) and "530" in str(refused)
         # A certificate that does not verify is refused unless verify=0.
         [unverified] = send_all(
+            run,
             SmtpTransport(f"smtp://127.0.0.1:{sink.port}?starttls=1", 1),
             ("news@example.com", "c@example.com", MESSAGE),
         )
@@ -255,9 +271,9 @@ def test_starttls_then_login(certificate: tuple[str, str]) -> None:
     assert [r.recipients for r in sink.received] == [["a@example.com"]]
 
 
-def test_implicit_tls(certificate: tuple[str, str]) -> None:
+def test_implicit_tls(certificate: tuple[str, str], run: Run[Any]) -> None:
     sink = SmtpSink("127.0.0.1", free_port())
     with running(sink, ssl_context=server_context(certificate)):
         url = f"smtps://127.0.0.1:{sink.port}?verify=0"
-        assert send_all(SmtpTransport(url, 1), ("news@example.com", "a@example.com", MESSAGE)) == [None]
+        assert send_all(run, SmtpTransport(url, 1), ("news@example.com", "a@example.com", MESSAGE)) == [None]
     assert [r.recipients for r in sink.received] == [["a@example.com"]]

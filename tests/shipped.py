@@ -1,0 +1,182 @@
+"""What the tests of the shipped processes (tests/test_shipped_serve.py, tests/test_shipped_worker.py) do
+through a running server's HTTP interfaces, as a client would: a campaign to a list, a drip automation,
+a hosted form, and a feed whose watch filters items with an engine and posts them to a webhook; and
+waiting, against the clock, for what the background work delivers to the outside parties on loopback."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.processes import Running, tidings_script
+from tests.smtp_sink import Received, SmtpSink
+from tests.upstream import Upstream
+from tests.watches.conftest import make_watch, rss_source, serve_items
+
+# How long background work may take to reach its outside party: the jobs wake every second at most.
+PATIENCE_SECONDS = 20
+CONFIRM_LINK = re.compile(r"https?://[^\s\"'<>]+/f/confirm/[A-Za-z0-9_.\-]+")
+
+
+def api(served: Running, token: str) -> httpx.Client:
+    return httpx.Client(base_url=served.base, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+
+def wait_until(condition: Callable[[], bool], what: str, *processes: Running) -> None:
+    """Polls `condition` until it holds; fails with `what` and the processes' logs after the patience."""
+    deadline = time.monotonic() + PATIENCE_SECONDS
+    while not condition():
+        if time.monotonic() > deadline:
+            logs = "\n".join(f"--- {p.log_path.name}\n{p.tail()}" for p in processes)
+            pytest.fail(f"not within {PATIENCE_SECONDS} s: {what}\n{logs}")
+        time.sleep(0.1)
+
+
+def created(response: httpx.Response) -> dict[str, Any]:
+    assert response.status_code in (200, 201), response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def new_list(http: httpx.Client, name: str) -> int:
+    return int(created(http.post("/lists", json={"name": name}))["id"])
+
+
+def add_contacts(http: httpx.Client, list_id: int, emails: list[str]) -> None:
+    for address in emails:
+        created(http.post("/contacts", json={"email": address, "first_name": "Ada", "lists": [list_id]}))
+
+
+def send_campaign(http: httpx.Client, list_id: int, subject: str) -> int:
+    """A campaign to the list, asked to go now (`POST /campaigns/{id}/send`); returns its id."""
+    campaign = created(
+        http.post(
+            "/campaigns",
+            json={
+                "title": subject,
+                "subject": subject,
+                "html": '<p>Hi {{ first_name }}</p><a href="https://example.com/">Read</a>',
+                "from_name": "Tidings",
+                "from_email": "news@example.com",
+                "lists": [list_id],
+            },
+        )
+    )
+    sent = http.post(f"/campaigns/{campaign['id']}/send")
+    assert sent.status_code == 200, sent.text
+    return int(campaign["id"])
+
+
+def received_with(sink: SmtpSink, subject: str) -> list[Received]:
+    with sink.lock:
+        return [r for r in sink.received if r.message["Subject"] == subject]
+
+
+def sent_count(http: httpx.Client, campaign_id: int) -> int:
+    stats = http.get(f"/campaigns/{campaign_id}/stats")
+    assert stats.status_code == 200, stats.text
+    return int(stats.json()["sent_count"])
+
+
+def drip(http: httpx.Client, list_id: int, subject: str) -> int:
+    """An active automation whose one email (no delay) goes to whoever joins the list; returns its id."""
+    automation = created(
+        http.post(
+            "/automations",
+            json={
+                "title": "Welcome",
+                "trigger_type": "apply_list",
+                "trigger_list_id": list_id,
+                "active": True,
+            },
+        )
+    )
+    email = {
+        "subject": subject,
+        "html": "<p>Glad you came</p>",
+        "from_name": "Ann",
+        "from_email": "a@example.com",
+    }
+    created(http.post(f"/automations/{automation['id']}/emails", json=email))
+    return int(automation["id"])
+
+
+def create_form(served: Running, env: dict[str, str], owner_email: str, list_id: int) -> int:
+    """A hosted sign-up form, made as an operator makes one: `tidings forms create`."""
+    done = subprocess.run(
+        [
+            tidings_script(),
+            "forms",
+            "create",
+            "--email",
+            owner_email,
+            "--title",
+            "Weekly",
+            "--list",
+            str(list_id),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    form_id, url = done.stdout.split()
+    assert url == f"{served.base}/f/{form_id}"
+    return int(form_id)
+
+
+def confirm_path(message: Received) -> str:
+    found = CONFIRM_LINK.search(message.part("plain"))
+    assert found, message.part("plain")
+    return urlsplit(found.group(0)).path
+
+
+# ----------------------------------------------------------------------------------- a feed and a watch
+
+FILTER = {
+    "kind": "semantic_filter",
+    "config": {"instructions": "Items worth it", "fetch_external_content": False},
+}
+
+
+def passes(n: int) -> bool:
+    """Which items the fake engine scores above the filter's threshold (0.8)."""
+    return n % 2 == 0
+
+
+def watched_feed(http: httpx.Client, upstream: Upstream, items: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A feed of one RSS source on the upstream, and a watch on it: a semantic filter (the fake engine
+    scores by the `score=` in each title), then a webhook to the upstream's /hook. The feed starts
+    paused and is switched on once the watch is there (a watch does not replay older items), so its
+    first poll is at once. Returns (feed, watch)."""
+    upstream.serve("/hook", "ok", 200)
+    serve_items(upstream, [(f"g{n}", f"Item {n} score={0.93 if passes(n) else 0.2}") for n in range(items)])
+    feed = created(
+        http.post("/v1/feeds", json={"name": "Local", "sources": [rss_source(upstream)], "is_active": False})
+    )
+    hook = {"kind": "webhook", "config": {"url": upstream.url("/hook")}}
+    watch = make_watch(http, {}, [feed["id"]], [FILTER, hook])  # type: ignore[arg-type]
+    activated = http.patch(f"/v1/feeds/{feed['id']}", json={"is_active": True})
+    assert activated.status_code == 200, activated.text
+    return feed, watch
+
+
+def delivered(upstream: Upstream) -> Counter[str]:
+    """How many times each item key reached the webhook."""
+    return Counter(
+        item["key"] for call in upstream.requests_to("/hook") for item in json.loads(call.body)["items"]
+    )
+
+
+def expected_deliveries(items: int) -> Counter[str]:
+    return Counter({f"rss:g{n}": 1 for n in range(items) if passes(n)})
