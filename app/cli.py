@@ -261,7 +261,7 @@ def forms_create(
     list_id: Annotated[list[int], typer.Option("--list", help="A list the form subscribes to (repeatable)")],
 ) -> None:
     """Make a hosted sign-up form; prints its id and public URL."""
-    from app.mail.forms import create_form
+    from app.mail.form_service import create_form
 
     settings = Settings()
     migrate(settings)

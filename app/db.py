@@ -12,7 +12,7 @@ from anyio import CancelScope
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from psycopg_pool import AsyncConnectionPool
-from sqlalchemy import ColumnElement, Engine, any_, bindparam, create_engine, event
+from sqlalchemy import ColumnElement, Engine, any_, bindparam, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import psycopg
 from sqlalchemy.engine import make_url
@@ -95,6 +95,11 @@ def transaction(factory: sessionmaker[Session], *, write: bool = True) -> Iterat
         raise
     finally:
         session.close()
+
+
+def ping(session: Session) -> None:
+    """A round trip to the database (GET /healthz); raises SQLAlchemyError when it is unreachable."""
+    session.execute(text("SELECT 1"))
 
 
 def upsert(session: Session, model: Any) -> Any:

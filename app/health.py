@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
+
+from app.db import ping
 
 health_router = APIRouter(include_in_schema=False)
 
@@ -14,7 +15,7 @@ health_router = APIRouter(include_in_schema=False)
 def healthz(request: Request) -> JSONResponse:
     try:
         with request.app.state.session_factory() as session:
-            session.execute(text("SELECT 1"))
+            ping(session)
     except SQLAlchemyError as exc:
         return JSONResponse({"status": "error", "database": type(exc).__name__}, status_code=503)
     return JSONResponse({"status": "ok", "database": "ok"})

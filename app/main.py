@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, cast
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from psycopg_pool import AsyncConnectionPool
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
@@ -24,6 +26,7 @@ from app.db import (
     make_session_factory,
     make_write_session_factory,
 )
+from app.docs_routes import install_docs_routes, install_openapi_routes
 from app.feeds.router import feed_routers
 from app.health import health_router
 from app.identity.dependencies import rate_headers
@@ -34,10 +37,9 @@ from app.kit.heap import freeze_start_up_objects
 from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.logs import RequestIds
-from app.mail.hosted_forms import FormLimits
+from app.mail.hosted_form_service import FormLimits
 from app.mail.router import mail_routers
 from app.metrics import RequestMetrics, metrics_router
-from app.openapi_docs import install_docs_routes, install_openapi_routes
 from app.scheduler import Scheduler
 from app.watches.router import watch_routers
 
@@ -99,14 +101,20 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, on_unexpected)
 
 
-def create_app(
-    settings: Settings | None = None, session_factory: sessionmaker[Session] | None = None
-) -> FastAPI:
-    """The whole service. Tests pass their own session factory (bound to a rolled-back transaction)."""
-    settings = settings or Settings()
-    problems = settings.production_problems()
-    if problems:
-        raise RuntimeError("; ".join(problems))
+@dataclass
+class Databases:
+    """The app's ways to the database: a read and a write session factory (the same one unless the app
+    owns a SQLite or PostgreSQL engine), the token lookup, and on PostgreSQL the async pool."""
+
+    engine: Engine | None
+    session_factory: sessionmaker[Session]
+    read_session_factory: sessionmaker[Session]
+    write_session_factory: sessionmaker[Session]
+    token_lookup: TokenLookup
+    async_pool: AsyncConnectionPool | None
+
+
+def open_databases(settings: Settings, session_factory: sessionmaker[Session] | None) -> Databases:
     engine = None
     if session_factory is None:
         engine = create_db_engine(settings.database_url)
@@ -121,11 +129,16 @@ def create_app(
         read_session_factory = make_session_factory(engine.execution_options(isolation_level="AUTOCOMMIT"))
         async_pool = make_async_pool(settings.database_url)
         token_lookup = PostgresTokenLookup(async_pool)
-
-    # Only an app that owns its database runs background jobs; tests drive the workers themselves.
-    scheduler = (
-        Scheduler(settings, write_session_factory) if engine is not None and settings.scheduler else None
+    return Databases(
+        engine, session_factory, read_session_factory, write_session_factory, token_lookup, async_pool
     )
+
+
+def make_lifespan(
+    databases: Databases, scheduler: Scheduler | None
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Start-up and shutdown: the async pool, the scheduler, the engines of the watch actions."""
+    engine, async_pool = databases.engine, databases.async_pool
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -148,26 +161,23 @@ def create_app(
             if engine is not None:
                 engine.dispose()
 
-    app = FastAPI(
-        title="Tidings",
-        version="1.2.0",
-        description="Email campaigns (SendFox-compatible), feeds and watches, and account auth.",
-        lifespan=lifespan,
-        # Ours instead (install_docs_routes): FastAPI's load Swagger UI and ReDoc from a public CDN.
-        docs_url=None,
-        redoc_url=None,
-    )
+    return lifespan
+
+
+def set_state(app: FastAPI, settings: Settings, databases: Databases) -> None:
     app.state.settings = settings
-    app.state.session_factory = session_factory
-    app.state.read_session_factory = read_session_factory
-    app.state.write_session_factory = write_session_factory
-    app.state.token_lookup = CachedTokenLookup(token_lookup)
+    app.state.session_factory = databases.session_factory
+    app.state.read_session_factory = databases.read_session_factory
+    app.state.write_session_factory = databases.write_session_factory
+    app.state.token_lookup = CachedTokenLookup(databases.token_lookup)
     app.state.page_anchors = PageAnchors()
-    app.state.async_pool = async_pool
+    app.state.async_pool = databases.async_pool
     app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
     app.state.form_limits = FormLimits.from_settings(settings)
     app.state.sign_in_throttle = SignInThrottle(settings.redis_url)
-    install_error_handlers(app)
+
+
+def include_routes(app: FastAPI) -> None:
     app.include_router(health_router)
     app.include_router(metrics_router)
     app.add_middleware(RequestMetrics)
@@ -182,4 +192,33 @@ def create_app(
         app.include_router(router)
     install_openapi_routes(app)
     install_docs_routes(app)
+
+
+def create_app(
+    settings: Settings | None = None, session_factory: sessionmaker[Session] | None = None
+) -> FastAPI:
+    """The whole service. Tests pass their own session factory (bound to a rolled-back transaction)."""
+    settings = settings or Settings()
+    problems = settings.production_problems()
+    if problems:
+        raise RuntimeError("; ".join(problems))
+    databases = open_databases(settings, session_factory)
+    # Only an app that owns its database runs background jobs; tests drive the workers themselves.
+    scheduler = (
+        Scheduler(settings, databases.write_session_factory)
+        if databases.engine is not None and settings.scheduler
+        else None
+    )
+    app = FastAPI(
+        title="Tidings",
+        version="1.2.0",
+        description="Email campaigns (SendFox-compatible), feeds and watches, and account auth.",
+        lifespan=make_lifespan(databases, scheduler),
+        # Ours instead (install_docs_routes): FastAPI's load Swagger UI and ReDoc from a public CDN.
+        docs_url=None,
+        redoc_url=None,
+    )
+    set_state(app, settings, databases)
+    install_error_handlers(app)
+    include_routes(app)
     return app

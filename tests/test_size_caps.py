@@ -17,11 +17,19 @@ from app.authroutes.v1_auth import Credentials, DevicePollInput, SignupInput, To
 from app.feeds import specs as feed_specs
 from app.identity import accounts, passwords
 from app.kit import v1_input
-from app.mail import bounces, campaign_rules, contacts, fields, hosted_forms
+from app.mail import bounces, campaign_rules
+from app.mail import field_service as fields
+from app.mail import hosted_form_service as hosted_forms
 from app.mail import input as mail_input
-from app.mail.automations import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate
-from app.mail.campaigns import CampaignCreate, CampaignUpdate
-from app.mail.lists import ListCreate
+from app.mail import specs as contacts
+from app.mail.specs import (
+    AutomationCreate,
+    AutomationEmailCreate,
+    AutomationEmailUpdate,
+    CampaignCreate,
+    CampaignUpdate,
+    ListCreate,
+)
 from app.watches import specs as watch_specs
 
 CAPS_DOC = Path(__file__).resolve().parent.parent / "docs" / "compatibility.md"

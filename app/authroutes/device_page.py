@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
-from app.authroutes.pages import page, redirect, sign_in_url, with_cookies
+from app.authroutes.pages import DEVICE_PATH, page, redirect, sign_in_url, with_cookies
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
 from app.identity.device_sessions import USER_CODE_LENGTH, complete_device_session, normalize_user_code
@@ -19,7 +19,6 @@ from app.kit.errors import DomainError
 from app.models import User
 
 router = APIRouter(include_in_schema=False)
-DEVICE_PATH = "/account/device"
 # The code as shown (`BCDF-GHJK`), with room for the spaces and dashes people type.
 CODE_INPUT_MAX_LENGTH = 32
 

@@ -12,6 +12,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from app.kit.templates import html_page
 from app.models import User
 
+# The device page (device_page.py), the `verification_uri` POST /v1/auth/device-sessions answers.
+DEVICE_PATH = "/account/device"
+
 # Never framed (clickjacking on the consent page) and never cached (tokens are shown once).
 PAGE_HEADERS = {
     "Cache-Control": "no-store",

@@ -15,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.background import BackgroundTask
 
-from app.authroutes.device_page import DEVICE_PATH
+from app.authroutes.pages import DEVICE_PATH
 from app.config import Settings
 from app.db import SessionDep
 from app.identity.auth_errors import AuthCode
@@ -31,7 +31,7 @@ from app.identity.sessions import end_session
 from app.identity.sign_in import sign_in_with_password
 from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in
 from app.identity.token_lookup import CachedTokenLookup, forget_accounts
-from app.identity.tokens import create_personal_token, live_personal_tokens, revoke_personal_token
+from app.identity.tokens import create_token_for, live_personal_tokens, revoke_personal_token
 from app.kit.errors import DomainError, NotFound
 from app.kit.v1_input import JsonBody, invalid, read_json, validate
 from app.kit.v1_routing import V1Router
@@ -291,12 +291,7 @@ def list_tokens(user: V1User, db: SessionDep) -> TokenListOut:
 )
 def create_token(user: V1User, body: JsonBody, db: SessionDep) -> NewTokenOut:
     data = validate(TokenInput, body)
-    owner = db.get(User, user.user.id)
-    if owner is None:
-        raise DomainError(
-            401, "Authentication credentials were not provided or are invalid.", code="not_authenticated"
-        )
-    row, token = create_personal_token(db, owner, data.name)
+    row, token = create_token_for(db, user.user.id, data.name)
     return NewTokenOut(**token_out(row).model_dump(), token=token)
 
 

@@ -25,7 +25,7 @@ from app.kit.errors import DomainError
 
 if TYPE_CHECKING:
     from app.mail.contact_import import BatchOutcome, RowProblem
-    from app.mail.contacts import ContactWrite
+    from app.mail.contact_service import ContactWrite
 
 IMPORT_BATCH = 1000
 T = TypeVar("T")

@@ -16,7 +16,7 @@ from app.identity.accounts import user_by_email
 @forms_cli.command("list")
 def forms_list(email: Annotated[str, typer.Option(help="The account owner's email")]) -> None:
     """The account's hosted sign-up forms: id, title, the lists they subscribe to and their public URL."""
-    from app.mail.forms import account_forms
+    from app.mail.form_service import account_forms
 
     settings = Settings()
     migrate(settings)

@@ -23,7 +23,7 @@ def lists_create(
     name: Annotated[str, typer.Option(help="The list's name")],
 ) -> None:
     """Make a contact list; prints its id."""
-    from app.mail.lists import make_list
+    from app.mail.list_service import make_list
 
     settings = Settings()
     migrate(settings)
@@ -38,7 +38,7 @@ def lists_create(
 @lists_cli.command("list")
 def lists_list(email: Annotated[str, typer.Option(help="The account owner's email")]) -> None:
     """The account's lists: id, name, contacts on it and when it was made."""
-    from app.mail.lists import account_lists
+    from app.mail.list_service import account_lists
 
     settings = Settings()
     migrate(settings)

@@ -12,7 +12,7 @@ from app.config import Settings
 from app.db import transaction
 from app.feeds.poll_queue import OnNewItems
 from app.feeds.poller import FeedPoller
-from app.feeds.telemetry import heartbeat_due, mark_sent, telemetry_event
+from app.feeds.telemetry_service import heartbeat_due, mark_sent, telemetry_event
 from app.kit.safe_http import OutboundError
 from app.kit.time import utcnow
 

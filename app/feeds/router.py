@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.feeds import feeds, items, telemetry
+from app.feeds import feed_routes, item_routes, telemetry_routes
 
-feed_routers: list[APIRouter] = [feeds.router, items.router, telemetry.router]
+feed_routers: list[APIRouter] = [feed_routes.router, item_routes.router, telemetry_routes.router]

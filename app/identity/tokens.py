@@ -32,6 +32,16 @@ def create_personal_token(session: Session, user: User, name: str = "") -> tuple
     return row, token
 
 
+def create_token_for(session: Session, user_id: int, name: str) -> tuple[PersonalToken, str]:
+    """POST /v1/auth/tokens: a token for the calling user, 401 when the user is gone meanwhile."""
+    owner = session.get(User, user_id)
+    if owner is None:
+        raise DomainError(
+            401, "Authentication credentials were not provided or are invalid.", code="not_authenticated"
+        )
+    return create_personal_token(session, owner, name)
+
+
 def live_personal_tokens(session: Session, user_id: int) -> list[PersonalToken]:
     """The user's tokens that still work, newest first."""
     return list(

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from functools import cache
 from typing import Annotated, Any, TypeVar
 
 import orjson
@@ -14,7 +16,6 @@ from pydantic_core import ErrorDetails
 
 from app.kit.errors import DomainError
 from app.kit.ids import normalize_ulid
-from app.models import SOURCE_KINDS
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -31,15 +32,32 @@ def invalid(errors: dict[str, list[str]], message: str = "The request is invalid
     return DomainError(400, message, code="validation_error", errors=errors)
 
 
-def loc_path(loc: tuple[int | str, ...]) -> str:
+@cache
+def union_tags(model: type[BaseModel]) -> tuple[str, ...]:
+    """The tags of the model's discriminated unions in declaration order (a feed's source kinds), read
+    from its validation schema: kit knows no domain's kinds."""
+    tags: list[str] = []
+    stack: list[Any] = [model.__pydantic_core_schema__]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "tagged-union":
+                tags.extend(tag for tag in node["choices"] if isinstance(tag, str) and tag not in tags)
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list | tuple):
+            stack.extend(reversed(node))
+    return tuple(tags)
+
+
+def loc_path(loc: tuple[int | str, ...], tags: Collection[str] = ()) -> str:
     """`('sources', 0, 'spec', 'board_comment', 'query')` -> `sources[0].spec.query`: list indexes in
-    brackets, and the union member pydantic adds after a discriminated `spec` left out."""
+    brackets, and the union member (one of `tags`) pydantic adds after a discriminated `spec` left out."""
     parts: list[str] = []
     previous: int | str | None = None
     for segment in loc:
         if isinstance(segment, int):
             parts.append(f"[{segment}]")
-        elif (previous == "spec" and segment in SOURCE_KINDS) or (
+        elif (previous == "spec" and segment in tags) or (
             isinstance(segment, str) and segment.startswith("function-")
         ):
             pass
@@ -49,15 +67,15 @@ def loc_path(loc: tuple[int | str, ...]) -> str:
     return "".join(parts) or "body"
 
 
-def _message(detail: ErrorDetails) -> str:
+def _message(detail: ErrorDetails, tags: Collection[str]) -> str:
     kind = detail["type"]
     if kind == "missing":
         return "This field is required."
     if kind == "union_tag_not_found":
-        return f"A source spec needs a `kind`: one of {', '.join(SOURCE_KINDS)}."
+        return f"A source spec needs a `kind`: one of {', '.join(tags)}."
     if kind == "union_tag_invalid":
         found = (detail.get("ctx") or {}).get("tag", "")
-        return f"Unknown source kind {found!r}: use one of {', '.join(SOURCE_KINDS)}."
+        return f"Unknown source kind {found!r}: use one of {', '.join(tags)}."
     message = detail["msg"]
     # Custom errors are phrased as predicates ("must not be blank"): make them sentences.
     if message[:1].islower():
@@ -65,14 +83,15 @@ def _message(detail: ErrorDetails) -> str:
     return message if message.endswith(".") else message + "."
 
 
-def field_errors(exc: ValidationError, prefix: str = "") -> dict[str, list[str]]:
+def field_errors(exc: ValidationError, prefix: str = "", tags: Collection[str] = ()) -> dict[str, list[str]]:
+    """Each invalid field's messages by its path; `tags` are the discriminated unions' (union_tags)."""
     errors: dict[str, list[str]] = {}
     for detail in exc.errors(include_url=False):
-        path = loc_path(tuple(detail["loc"]))
+        path = loc_path(tuple(detail["loc"]), tags)
         if prefix:
             path = prefix if path == "body" else f"{prefix}{'' if path.startswith('[') else '.'}{path}"
         bucket = errors.setdefault(path, [])
-        message = _message(detail)
+        message = _message(detail, tags)
         if message not in bucket:
             bucket.append(message)
     return errors
@@ -122,7 +141,7 @@ def validate(model: type[ModelT], data: Any) -> ModelT:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise invalid(field_errors(exc)) from exc
+        raise invalid(field_errors(exc, tags=union_tags(model))) from exc
 
 
 async def read_json(request: Request) -> Any:

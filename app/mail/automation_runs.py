@@ -4,7 +4,7 @@ What Tidings decides where SendFox is silent (docs/compatibility.md sums it up):
 
 - `apply_list` fires when a contact newly joins the trigger's list: a list membership that did not
   exist before (POST /contacts, PATCH /contacts/{id}, POST /contacts/batch, a hosted form's
-  confirmation; all go through the membership service in contacts.py). Naming a list the contact is
+  confirmation; all go through the membership service in contact_service.py). Naming a list the contact is
   already on fires nothing. Leaving the list later does not stop emails already queued.
 - `open_campaign` and `click_campaign` fire on a contact's first open and first click of the trigger
   campaign. A click that comes before any recorded open is also the first open.

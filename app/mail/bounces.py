@@ -47,7 +47,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.kit.errors import DomainError, ValidationFailed
-from app.mail.contacts import cancel_queued, unsubscribe_contacts
+from app.mail.contact_service import cancel_queued, unsubscribe_contacts
 from app.mail.input import laravel_errors
 from app.mail.sending.queue import BounceRule, stop_bouncing_campaigns
 from app.models import Contact, Deliverable

@@ -17,7 +17,8 @@ from app.identity.accounts import user_by_email
 from app.identity.principal import principal_of
 from app.kit.errors import DomainError
 from app.mail.common import live_list_ids_among
-from app.mail.contacts import BatchContact, ContactWrite, upsert_contacts
+from app.mail.contact_service import ContactWrite, upsert_contacts
+from app.mail.specs import BatchContact
 from app.models import Account, Contact
 
 EMAIL_COLUMN = "email"

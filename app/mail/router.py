@@ -4,11 +4,31 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.mail import automations, campaigns, contacts, fields, forms, hosted_forms, lists, me, tracking
+from app.mail import (
+    automation_routes,
+    campaign_routes,
+    contact_routes,
+    field_routes,
+    form_routes,
+    hosted_form_routes,
+    list_routes,
+    me_routes,
+    tracking_routes,
+)
 
 mail_routers: list[APIRouter] = [
     feature.router
-    for feature in (me, contacts, lists, campaigns, automations, forms, fields, hosted_forms, tracking)
+    for feature in (
+        me_routes,
+        contact_routes,
+        list_routes,
+        campaign_routes,
+        automation_routes,
+        form_routes,
+        field_routes,
+        hosted_form_routes,
+        tracking_routes,
+    )
 ]
 mail_router = APIRouter()
 for _router in mail_routers:

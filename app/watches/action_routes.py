@@ -14,8 +14,8 @@ from app.kit.v1_input import DryRun, JsonBody, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.watches import chain_service
+from app.watches.dependencies import action_rules
 from app.watches.specs import ActionInput
-from app.watches.watch_routes import action_rules
 from app.watches.wire import WatchActionMutationResponse, WatchActionWire
 
 router = V1Router(tags=["Watches"])

@@ -7,19 +7,10 @@ from fastapi import Request, Response
 from app.identity.dependencies import V1User
 from app.kit.responses import json_response
 from app.kit.v1_routing import V1Router
-from app.watches.engines.registry import Engines
+from app.watches.dependencies import request_engines
 from app.watches.wire import EngineListResponse
 
 router = V1Router(tags=["Engines"])
-
-
-def request_engines(request: Request) -> Engines:
-    """The app's engines, made on first use (a probe of the endpoint is cached for a few seconds)."""
-    engines: Engines | None = getattr(request.app.state, "engines", None)
-    if engines is None:
-        engines = Engines(request.app.state.settings)
-        request.app.state.engines = engines
-    return engines
 
 
 @router.get(

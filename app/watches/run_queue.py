@@ -221,6 +221,19 @@ def claim_runs(session: Session, now: datetime, limit: int, digest_cap: int) -> 
     claim = Claim()
     if not due:
         return claim
+    watches, actions = _watches_and_actions(session, due)
+    sorted_runs = _sort_due(due, watches, actions, now)
+    taken = sorted_runs.taken
+    taken.extend(_rest_of_windows(session, base, sorted_runs, digest_cap))
+    _mark_claimed(session, sorted_runs, now)
+    claim.skipped = len(sorted_runs.skipped)
+    claim.parked = sum(len(ids) for ids in sorted_runs.parked.values())
+    claim.runs = _claimed(session, taken, watches, actions, now)
+    return claim
+
+
+def _watches_and_actions(session: Session, due: Sequence[Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The due runs' watches (name, active) and actions (kind, config) by id."""
     watch_ids = {row.watch_id for row in due}
     action_ids = {row.action_id for row in due}
     watches = {
@@ -235,10 +248,25 @@ def claim_runs(session: Session, now: datetime, limit: int, digest_cap: int) -> 
             select(WatchAction.id, WatchAction.kind, WatchAction.config).where(WatchAction.id.in_(action_ids))
         )
     }
-    skipped: list[str] = []
-    parked: dict[datetime, list[str]] = {}
-    taken: list[Any] = []
-    windows: dict[tuple[str, datetime], int] = {}
+    return watches, actions
+
+
+@dataclass
+class _SortedRuns:
+    """The due runs by what happens to them: skipped (paused watch), parked until their digest
+    window ends, or taken; and the count taken of each due digest window."""
+
+    skipped: list[str] = field(default_factory=list)
+    parked: dict[datetime, list[str]] = field(default_factory=dict)
+    taken: list[Any] = field(default_factory=list)
+    windows: dict[tuple[str, datetime], int] = field(default_factory=dict)
+
+
+def _sort_due(
+    due: Sequence[Any], watches: dict[str, Any], actions: dict[str, Any], now: datetime
+) -> _SortedRuns:
+    runs = _SortedRuns()
+    skipped, parked, taken, windows = runs.skipped, runs.parked, runs.taken, runs.windows
     for row in due:
         watch = watches.get(row.watch_id)
         action = actions.get(row.action_id)
@@ -256,9 +284,14 @@ def claim_runs(session: Session, now: datetime, limit: int, digest_cap: int) -> 
         taken.append(row)
         if _is_digest(action.kind, action.config) and row.window_end is not None:
             windows[(row.action_id, row.window_end)] = windows.get((row.action_id, row.window_end), 0) + 1
-    # The rest of each due digest window joins the claim, so a window goes out together.
-    taken_ids = {row.id for row in taken}
-    for (action_id, end), count in windows.items():
+    return runs
+
+
+def _rest_of_windows(session: Session, base: Any, runs: _SortedRuns, digest_cap: int) -> list[Any]:
+    """The rest of each due digest window joins the claim, so a window goes out together."""
+    taken_ids = {row.id for row in runs.taken}
+    rest: list[Any] = []
+    for (action_id, end), count in runs.windows.items():
         if count >= digest_cap:
             continue
         more = session.execute(
@@ -271,8 +304,14 @@ def claim_runs(session: Session, now: datetime, limit: int, digest_cap: int) -> 
             .limit(digest_cap - count)
             .with_for_update(**skip_locked(session))
         ).all()
-        taken.extend(more)
+        rest.extend(more)
         taken_ids.update(row.id for row in more)
+    return rest
+
+
+def _mark_claimed(session: Session, runs: _SortedRuns, now: datetime) -> None:
+    """Skipped runs complete, parked ones wait for their window's end, taken ones start an attempt."""
+    skipped, parked, taken = runs.skipped, runs.parked, runs.taken
     if skipped:
         session.execute(
             update(WatchActionRun)
@@ -289,10 +328,6 @@ def claim_runs(session: Session, now: datetime, limit: int, digest_cap: int) -> 
             .where(WatchActionRun.id.in_([row.id for row in taken]))
             .values(state="running", started_at=now, attempts=WatchActionRun.attempts + 1)
         )
-    claim.skipped = len(skipped)
-    claim.parked = sum(len(ids) for ids in parked.values())
-    claim.runs = _claimed(session, taken, watches, actions, now)
-    return claim
 
 
 def _claimed(

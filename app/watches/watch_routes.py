@@ -14,7 +14,7 @@ from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.watches import chain_service, watch_service
-from app.watches.engine_routes import request_engines
+from app.watches.dependencies import action_rules
 from app.watches.specs import ActionInput, WatchInput, WatchPatch
 from app.watches.wire import (
     WatchActionListResponse,
@@ -37,13 +37,6 @@ CHAIN_NOTE = (
     " `actions` is the ordered chain: an action with an `id` is that existing action, kept with its "
     "history (a webhook secret sent back masked keeps its stored value); one without is new."
 )
-
-
-def action_rules(request: Request) -> chain_service.ActionRules:
-    return chain_service.ActionRules(
-        allow_private=bool(request.app.state.settings.outbound_allow_private),
-        engine_problem=request_engines(request).setup_problem,
-    )
 
 
 @router.get("/v1/watches", response_model=WatchListResponse, summary="List watches, newest first")

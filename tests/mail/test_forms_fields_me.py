@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.kit.time import utcnow
-from app.mail.forms import create_form
+from app.mail.form_service import create_form
 from app.models import ContactField, Form
 from tests.conftest import ApiUser
 

@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.kit.ratelimit import RateLimiter
 from app.kit.time import utcnow
-from app.mail.forms import create_form
-from app.mail.hosted_forms import FormLimits
+from app.mail.form_service import create_form
+from app.mail.hosted_form_service import FormLimits
 from app.mail.sending.tokens import MailTokens, Signup
 from app.models import ContactList, Form
 from tests.conftest import ApiUser

@@ -1,20 +1,17 @@
-"""Contacts: the /contacts routes, PATCH /unsubscribe, the one upsert every contact write goes through, and
-the list membership and unsubscribe services the other ways in (forms, tracking links) share."""
+"""Contacts: the one upsert every contact write goes through, the listings (with the precompiled
+psycopg SQL of the hot path), and the list membership and unsubscribe services the other ways in
+(forms, tracking links, bounces) share."""
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
 import orjson
-from fastapi import APIRouter, Request, Response
-from fastapi.concurrency import run_in_threadpool
+from fastapi import Request, Response
 from psycopg_pool import AsyncConnectionPool
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
-from pydantic_core import PydanticCustomError
 from sqlalchemy import (
     DateTime,
     Select,
@@ -36,118 +33,21 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
-from app.db import PsycopgStatement, SessionDep, among, upsert
-from app.identity.dependencies import PaidMailUser, rate_headers
+from app.db import PsycopgStatement, among, upsert
+from app.identity.dependencies import rate_headers
 from app.identity.principal import AccountInfo, Principal
 from app.kit.errors import DomainError, NotFound, ValidationFailed
 from app.kit.pagination import PageAnchors, page_envelope, parse_page
 from app.kit.responses import json_response
 from app.kit.time import iso_naive_utc, utcnow
 from app.mail.automation_runs import on_lists_joined
-from app.mail.common import (
-    RowId,
-    check_list_ids,
-    live_list_ids_among,
-    owned,
-    page_path,
-    paginate,
-    paginate_rows,
-)
-from app.mail.fields import set_field_values
-from app.mail.input import EmailStr, ListIds, MailInput, as_list, validate
-from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
+from app.mail.common import check_list_ids, live_list_ids_among, owned, page_path, paginate, paginate_rows
+from app.mail.field_service import set_field_values
+from app.mail.specs import BatchContact, ContactCreate, ContactFieldIn, ContactFilter, ContactUpdate
 from app.models import Account, Campaign, Contact, ContactFieldValue, Deliverable, ListMembership
 
 CONTACTS_PER_PAGE = 100
 ACTIVITY_PER_PAGE = 100
-MAX_BATCH = 1000
-MAX_EMAIL_LENGTH = 191
-MAX_IP_LENGTH = 45
-
-router = APIRouter(tags=["Contacts"])
-
-
-def _as_text(value: Any) -> Any:
-    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-
-
-def _check_ip(value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        address = str(ipaddress.ip_address(value))
-    except ValueError as exc:
-        raise PydanticCustomError("ip", "not a valid IP address") from exc
-    if len(address) > MAX_IP_LENGTH:  # an IPv6 scope id (fe80::1%eth0) can be any length
-        raise PydanticCustomError("ip", "not a valid IP address")
-    return address
-
-
-def _key_fits(value: str) -> str:
-    """The lowercased address is the contact's key and must fit its column too ('İ' lowercases to two)."""
-    if len(value.lower()) > MAX_EMAIL_LENGTH:
-        raise PydanticCustomError("string_too_long", "too long", {"max_length": MAX_EMAIL_LENGTH})
-    return value
-
-
-# The length limit sits on the str member: on the union it would also meet null, which pydantic refuses
-# with a TypeError (a 500) instead of a validation error.
-Name = Annotated[Annotated[str, Field(max_length=191)] | None, BeforeValidator(_as_text)]
-IpAddress = Annotated[str | None, AfterValidator(_check_ip)]
-ContactEmail = Annotated[EmailStr, Field(max_length=MAX_EMAIL_LENGTH), AfterValidator(_key_fits)]
-
-
-class ContactFieldIn(BaseModel):
-    name: Annotated[str, Field(max_length=191)]
-    value: Annotated[Annotated[str, Field(max_length=65535)] | None, BeforeValidator(_as_text)] = None
-
-
-class ContactCreate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    email: ContactEmail
-    first_name: Name = None
-    last_name: Name = None
-    ip_address: IpAddress = None
-    lists: ListIds = []
-    contact_fields: Annotated[list[ContactFieldIn], BeforeValidator(as_list)] = []
-
-
-class ContactUpdate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    first_name: Name = None
-    last_name: Name = None
-    lists: ListIds | None = None
-    contact_fields: Annotated[list[ContactFieldIn], BeforeValidator(as_list)] = []
-
-
-class BatchContact(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    email: ContactEmail
-    first_name: Name = None
-    last_name: Name = None
-    ip_address: IpAddress = None
-    lists: ListIds = []
-    contact_fields: Annotated[list[ContactFieldIn], BeforeValidator(as_list)] = []
-
-
-class ContactBatch(BaseModel):
-    contacts: Annotated[list[BatchContact], Field(max_length=MAX_BATCH)]
-
-
-class ContactFilter(BaseModel):
-    query: str | None = None
-    email: str | None = None
-    unsubscribed: bool | None = None
-
-
-class EmailOnly(BaseModel):
-    email: ContactEmail
-
-
-# ---------------------------------------------------------------------------------------------- service
 
 
 @dataclass
@@ -215,6 +115,39 @@ def upsert_contacts(
     An unknown list id is a validation error named by `lists_field(index of the write)`.
     """
     account_id = principal.account.id
+    _check_list_ids(session, account_id, writes, validation_status, lists_field)
+    merged = _merged_by_key(writes)
+    if not merged:
+        return UpsertResult(0, 0, {})
+    created = _make_room(session, account_id, merged)
+    now = utcnow()
+    ids_by_key = _upsert_rows(session, account_id, merged, now)
+
+    joins = [(ids_by_key[key], i) for key, write in merged.items() for i in dict.fromkeys(write.lists)]
+    add_memberships(session, account_id, joins, now)
+    field_values = {ids_by_key[key]: write.fields for key, write in merged.items() if write.fields}
+    if field_values:
+        set_field_values(session, principal, field_values)
+    if created:
+        session.execute(
+            update(Account)
+            .where(Account.id == account_id)
+            .values(
+                contacts_count=Account.contacts_count + created,
+                contacts_version=Account.contacts_version + 1,
+            )
+        )
+    return UpsertResult(created=created, updated=len(merged) - created, ids_by_key=ids_by_key)
+
+
+def _check_list_ids(
+    session: Session,
+    account_id: int,
+    writes: list[ContactWrite],
+    validation_status: int,
+    lists_field: Callable[[int], str],
+) -> None:
+    """Every list id of every write names a live list of the account (a validation error otherwise)."""
     found = live_list_ids_among(session, account_id, [i for write in writes for i in write.lists])
     errors = {
         f"{lists_field(index)}.{position}": [f"The selected {lists_field(index)}.{position} is invalid."]
@@ -224,6 +157,10 @@ def upsert_contacts(
     }
     if errors:
         raise ValidationFailed(errors, status=validation_status)
+
+
+def _merged_by_key(writes: list[ContactWrite]) -> dict[str, ContactWrite]:
+    """One write per lowercased address: a later write's given values win, its lists and fields add up."""
     merged: dict[str, ContactWrite] = {}
     for write in writes:
         key = write.email.lower()
@@ -235,9 +172,12 @@ def upsert_contacts(
                 if getattr(write, name) is None:
                     setattr(write, name, getattr(earlier, name))
         merged[key] = write
-    if not merged:
-        return UpsertResult(0, 0, {})
+    return merged
 
+
+def _make_room(session: Session, account_id: int, merged: dict[str, ContactWrite]) -> int:
+    """How many of the contacts are new (restored ones included), 402 past the account's limit; a
+    restored contact loses its old lists and fields first."""
     # The account row lock orders concurrent writers, so the count below and the limit check agree.
     limit = session.execute(
         select(Account.contacts_count, Account.contact_limit)
@@ -262,8 +202,13 @@ def upsert_contacts(
         )
         session.execute(delete(ListMembership).where(ListMembership.contact_id.in_(restored_ids)))
         session.execute(delete(ContactFieldValue).where(ContactFieldValue.contact_id.in_(restored_ids)))
+    return created
 
-    now = utcnow()
+
+def _upsert_rows(
+    session: Session, account_id: int, merged: dict[str, ContactWrite], now: datetime
+) -> dict[str, int]:
+    """The one INSERT ... ON CONFLICT of the contacts' rows; their ids by lowercased address."""
     table = Contact.__table__
     stmt = upsert(session, table)
     rows: list[dict[str, Any]] = []
@@ -298,23 +243,7 @@ def upsert_contacts(
         },
     ).returning(table.c.id, table.c.email_key)
     result = session.execute(stmt, rows) if rows else session.execute(stmt)
-    ids_by_key = {key: contact_id for contact_id, key in result}
-
-    joins = [(ids_by_key[key], i) for key, write in merged.items() for i in dict.fromkeys(write.lists)]
-    add_memberships(session, account_id, joins, now)
-    field_values = {ids_by_key[key]: write.fields for key, write in merged.items() if write.fields}
-    if field_values:
-        set_field_values(session, principal, field_values)
-    if created:
-        session.execute(
-            update(Account)
-            .where(Account.id == account_id)
-            .values(
-                contacts_count=Account.contacts_count + created,
-                contacts_version=Account.contacts_version + 1,
-            )
-        )
-    return UpsertResult(created=created, updated=len(merged) - created, ids_by_key=ids_by_key)
+    return {key: contact_id for contact_id, key in result}
 
 
 # Timestamps are read as the naive UTC values stored, skipping the column type's time zone round trip.
@@ -520,30 +449,6 @@ def unsubscribe_contacts(session: Session, contact_ids: list[int], now: datetime
     return changed
 
 
-def _fields_of(items: list[ContactFieldIn]) -> dict[str, str | None]:
-    return {item.name: item.value for item in items}
-
-
-# ---------------------------------------------------------------------------------------------- routes
-
-
-@router.get("/contacts", response_model=Page[ContactOut], summary="List contacts")
-async def list_contacts(request: Request, principal: PaidMailUser, raw: MailInput) -> Response:
-    # No SessionDep: the hot path (PostgreSQL, no filters) needs no session, and the other opens a
-    # read-only one of its own in a worker thread.
-    filters = validate(ContactFilter, raw, status=422)
-    filtered = filters.query or filters.email or filters.unsubscribed is not None
-    pool: AsyncConnectionPool | None = request.app.state.async_pool
-    if pool is not None and not filtered:
-        return await account_contacts_page(pool, request, principal.account)
-    return await run_in_threadpool(list_contacts_in_session, request, principal, filters)
-
-
-def list_contacts_in_session(request: Request, principal: Principal, filters: ContactFilter) -> Response:
-    with request.app.state.read_session_factory() as session:
-        return contacts_matching(request, session, principal, filters)
-
-
 def contacts_matching(
     request: Request, session: Session, principal: Principal, filters: ContactFilter
 ) -> Response:
@@ -568,15 +473,22 @@ def contacts_matching(
     )
 
 
-@router.post(
-    "/contacts",
-    response_model=ContactOut,
-    summary="Create or update a contact",
-    responses={400: {"model": ErrorOut}, 402: {"model": ErrorOut}},
-)
-def create_contact(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
-    body = validate(ContactCreate, raw, status=400)
-    write = ContactWrite(
+def unsubscribed_matching(
+    request: Request, session: Session, principal: Principal, filters: ContactFilter
+) -> Response:
+    query = search(live_contacts(principal.account.id), filters.query).where(
+        Contact.unsubscribed_at.is_not(None)
+    )
+    return contact_listing(session, request, query.order_by(Contact.id))
+
+
+def _fields_of(items: list[ContactFieldIn]) -> dict[str, str | None]:
+    return {item.name: item.value for item in items}
+
+
+def write_of(body: ContactCreate | BatchContact) -> ContactWrite:
+    """The write a POST /contacts body (or an item of a batch) asks for."""
+    return ContactWrite(
         email=body.email,
         first_name=body.first_name,
         last_name=body.last_name,
@@ -584,64 +496,23 @@ def create_contact(session: SessionDep, principal: PaidMailUser, raw: MailInput)
         lists=body.lists,
         fields=_fields_of(body.contact_fields),
     )
+
+
+def upsert_contact(session: Session, principal: Principal, write: ContactWrite) -> Contact:
+    """POST /contacts: one write through `upsert_contacts`, and the contact as it now is."""
     result = upsert_contacts(session, principal, [write], validation_status=400)
-    contact = session.get_one(Contact, result.ids_by_key[body.email.lower()])
+    contact = session.get_one(Contact, result.ids_by_key[write.email.lower()])
     session.refresh(contact)
     return contact
 
 
-@router.post(
-    "/contacts/batch",
-    response_model=BatchResultOut,
-    summary="Create or update up to 1000 contacts",
-    responses={402: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-)
-def batch_contacts(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> BatchResultOut:
-    body = validate(ContactBatch, raw, status=422)
-    writes = [
-        ContactWrite(
-            email=item.email,
-            first_name=item.first_name,
-            last_name=item.last_name,
-            ip_address=item.ip_address,
-            lists=item.lists,
-            fields=_fields_of(item.contact_fields),
-        )
-        for item in body.contacts
-    ]
-    result = upsert_contacts(
-        session, principal, writes, validation_status=422, lists_field=lambda index: f"contacts.{index}.lists"
-    )
-    return BatchResultOut(created=result.created, updated=result.updated)
+def find_contact(session: Session, principal: Principal, contact_id: int) -> Contact:
+    """A contact of the account (a deleted one too, as GET /contacts/{id} has always shown), or 404."""
+    return owned(session, Contact, contact_id, principal.account.id, "Contact not found.")
 
 
-@router.get("/contacts/unsubscribed", response_model=Page[ContactOut], summary="List unsubscribed contacts")
-def list_unsubscribed(
-    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> Response:
-    filters = validate(ContactFilter, raw, status=422)
-    query = search(live_contacts(principal.account.id), filters.query).where(
-        Contact.unsubscribed_at.is_not(None)
-    )
-    return contact_listing(session, request, query.order_by(Contact.id))
-
-
-@router.get(
-    "/contacts/{id}", response_model=ContactOut, summary="Get a contact", responses={404: {"model": ErrorOut}}
-)
-def get_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> Contact:
-    return owned(session, Contact, id, principal.account.id, "Contact not found.")
-
-
-@router.patch(
-    "/contacts/{id}",
-    response_model=ContactOut,
-    summary="Update a contact",
-    responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-)
-def update_contact(id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
-    contact = owned(session, Contact, id, principal.account.id, "Contact not found.")
-    body = validate(ContactUpdate, raw, status=422)
+def update_contact(session: Session, principal: Principal, contact: Contact, body: ContactUpdate) -> Contact:
+    """PATCH /contacts/{id}: given names replace, given lists become the contact's lists exactly."""
     if "first_name" in body.model_fields_set:
         contact.first_name = body.first_name
     if "last_name" in body.model_fields_set:
@@ -656,14 +527,8 @@ def update_contact(id: RowId, session: SessionDep, principal: PaidMailUser, raw:
     return contact
 
 
-@router.delete(
-    "/contacts/{id}",
-    response_model=MessageOut,
-    summary="Delete a contact",
-    responses={404: {"model": ErrorOut}},
-)
-def delete_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
-    contact = owned(session, Contact, id, principal.account.id, "Contact not found.")
+def delete_contact(session: Session, principal: Principal, contact: Contact) -> None:
+    """Soft delete: the contact's queued emails are cancelled and the account's count goes down."""
     contact.deleted_at = utcnow()
     cancel_queued(session, contact.id)
     session.execute(
@@ -672,19 +537,10 @@ def delete_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> M
         .values(contacts_count=Account.contacts_count - 1, contacts_version=Account.contacts_version + 1)
     )
     session.flush()
-    return MessageOut(message="Contact deleted.")
 
 
-@router.get(
-    "/contacts/{id}/activity",
-    response_model=ContactActivityOut,
-    summary="A contact's sending history",
-    responses={404: {"model": ErrorOut}},
-)
-def contact_activity(
-    id: RowId, request: Request, session: SessionDep, principal: PaidMailUser
-) -> dict[str, Any]:
-    contact = owned(session, Contact, id, principal.account.id, "Contact not found.")
+def contact_activity(session: Session, request: Request, contact: Contact) -> dict[str, Any]:
+    """GET /contacts/{id}/activity: the latest sends, opens and clicks, and a page of its emails."""
     summary = session.execute(
         select(
             func.max(Deliverable.sent_at),
@@ -728,16 +584,10 @@ def contact_activity(
     }
 
 
-@router.patch(
-    "/unsubscribe",
-    response_model=ContactOut,
-    summary="Unsubscribe a contact by email",
-    responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
-)
-def unsubscribe(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
-    body = validate(EmailOnly, raw, status=400)
+def unsubscribe_by_email(session: Session, principal: Principal, email: str) -> Contact:
+    """PATCH /unsubscribe: the live contact with the address unsubscribed (once), or 404."""
     contact = session.scalars(
-        live_contacts(principal.account.id).where(Contact.email_key == body.email.lower())
+        live_contacts(principal.account.id).where(Contact.email_key == email.lower())
     ).first()
     if contact is None:
         raise NotFound("Contact not found.")

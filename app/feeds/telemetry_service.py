@@ -13,23 +13,14 @@ from datetime import datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.db import SessionDep
-from app.feeds.wire import TelemetryInput, TelemetryState
-from app.identity.dependencies import V1User
 from app.identity.principal import Principal
 from app.kit.errors import Forbidden
 from app.kit.time import utcnow
-from app.kit.v1_input import JsonBody, validate
-from app.kit.v1_routing import V1Router
-from app.kit.v1_wire import ErrorOut
 from app.models import Feed, Source, TelemetrySetting
-
-router = V1Router(tags=["Telemetry"])
 
 SETTING_ID = 1
 
@@ -96,23 +87,3 @@ def _release() -> str:
         return version("tidings")
     except PackageNotFoundError:
         return "0"
-
-
-@router.get("/v1/telemetry", response_model=TelemetryState, summary="The telemetry state")
-def get_telemetry(request: Request, session: SessionDep, principal: V1User) -> dict[str, Any]:
-    return telemetry_state(session, principal, request.app.state.settings)
-
-
-@router.put(
-    "/v1/telemetry",
-    response_model=TelemetryState,
-    summary="Turn telemetry on or off (staff only)",
-    responses={
-        400: {"model": ErrorOut, "description": "`mode` is not `on` or `off`"},
-        403: {"model": ErrorOut, "description": "The caller is not staff (`can_set` is false)"},
-    },
-)
-def put_telemetry(request: Request, session: SessionDep, principal: V1User, body: JsonBody) -> dict[str, Any]:
-    wanted = validate(TelemetryInput, body)
-    set_mode(session, principal, wanted.mode)
-    return telemetry_state(session, principal, request.app.state.settings)

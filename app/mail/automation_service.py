@@ -7,78 +7,24 @@ from 1; moving one (PATCH /automation-emails/{id} with send_order) shifts the ot
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import Request
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.db import SessionDep
-from app.identity.dependencies import PaidMailUser
 from app.identity.principal import Principal
 from app.kit.errors import NotFound, ValidationFailed
 from app.kit.time import utcnow
 from app.mail.automation_runs import set_active
-from app.mail.campaign_rules import FromEmail, Html, Short, Subject
-from app.mail.campaigns import campaign_views
-from app.mail.common import RowId, owned, paginate, valid_id
-from app.mail.input import MailInput, validate
-from app.mail.schemas import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
+from app.mail.campaign_service import campaign_views
+from app.mail.common import owned, paginate, valid_id
+from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 from app.mail.stats import campaign_stats
 from app.models import Automation, AutomationItem, AutomationTrigger, Campaign, ContactList, Deliverable
 
 AUTOMATIONS_PER_PAGE = 100
 DEFAULT_DELAY_HOURS = 24
-
-TriggerType = Literal["apply_list", "open_campaign", "click_campaign"]
-DelayHours = Annotated[int, Field(ge=0, le=5000)]
-
-router = APIRouter(tags=["Automations"])
-
-
-class AutomationCreate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    title: Short
-    trigger_type: TriggerType | None = None
-    trigger_list_id: int | None = None
-    trigger_campaign_id: int | None = None
-    active: bool = False
-
-
-class AutomationUpdate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    title: Short | None = None
-    active: bool | None = None
-    trigger_type: TriggerType | None = None
-    trigger_list_id: int | None = None
-    trigger_campaign_id: int | None = None
-
-
-class AutomationEmailCreate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    subject: Subject
-    html: Html
-    from_name: Short
-    from_email: FromEmail
-    delay_hours: DelayHours | None = None
-
-
-class AutomationEmailUpdate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    subject: Subject | None = None
-    html: Html | None = None
-    from_name: Short | None = None
-    from_email: FromEmail | None = None
-    delay_hours: DelayHours | None = None
-    send_order: Annotated[int, Field(ge=1)] | None = None
-
-
-# ---------------------------------------------------------------------------------------------- service
 
 
 def automation_views(
@@ -245,11 +191,8 @@ def owned_item(session: Session, item_id: int, principal: Principal) -> tuple[Au
     return item, automation
 
 
-# ---------------------------------------------------------------------------------------------- routes
-
-
-@router.get("/automations", response_model=Page[AutomationOut], summary="List automations")
-def list_automations(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def automations_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+    """GET /automations: a page of the account's live automations."""
     query = (
         select(Automation)
         .where(Automation.account_id == principal.account.id, Automation.deleted_at.is_(None))
@@ -259,15 +202,8 @@ def list_automations(request: Request, session: SessionDep, principal: PaidMailU
     return paged.envelope(automation_views(session, paged.rows, with_stats=False))
 
 
-@router.post(
-    "/automations",
-    status_code=201,
-    response_model=AutomationOut,
-    summary="Create an automation",
-    responses={403: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-)
-def create_automation(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
-    body = validate(AutomationCreate, raw, status=422)
+def create_automation(session: Session, principal: Principal, body: AutomationCreate) -> dict[str, Any]:
+    """POST /automations: inactive unless `active` is given, with its trigger when one is given."""
     trigger = resolve_trigger(
         session, principal, body.trigger_type, body.trigger_list_id, body.trigger_campaign_id
     )
@@ -282,28 +218,11 @@ def create_automation(session: SessionDep, principal: PaidMailUser, raw: MailInp
     return automation_views(session, [automation], with_stats=False)[0]
 
 
-@router.get(
-    "/automations/{id}",
-    response_model=AutomationOut,
-    summary="Get an automation with its triggers, emails and their stats",
-    responses={404: {"model": ErrorOut}},
-)
-def get_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
-    return automation_views(session, [automation], with_stats=True)[0]
-
-
-@router.patch(
-    "/automations/{id}",
-    response_model=AutomationOut,
-    summary="Edit an automation",
-    responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-)
 def update_automation(
-    id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    session: Session, principal: Principal, automation: Automation, body: AutomationUpdate
 ) -> dict[str, Any]:
-    automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
-    body = validate(AutomationUpdate, raw, status=422)
+    """PATCH /automations/{id}: title, active, and the trigger merged from the given fields and the
+    current trigger (see merged_trigger)."""
     given = body.model_fields_set
     if "title" in given:
         if body.title is None:
@@ -312,22 +231,7 @@ def update_automation(
     if body.active is not None:
         set_active(session, automation, body.active, utcnow())
     if given & {"trigger_type", "trigger_list_id", "trigger_campaign_id"}:
-        current = session.scalars(
-            select(AutomationTrigger).where(AutomationTrigger.automation_id == automation.id)
-        ).first()
-        trigger_type = body.trigger_type or (current.type if current else None)
-        same_type = current is not None and current.type == trigger_type
-        list_id = (
-            body.trigger_list_id
-            if "trigger_list_id" in given
-            else (current.list_id if same_type and current else None)
-        )
-        campaign_id = (
-            body.trigger_campaign_id
-            if "trigger_campaign_id" in given
-            else (current.campaign_id if same_type and current else None)
-        )
-        trigger = resolve_trigger(session, principal, trigger_type, list_id, campaign_id)
+        trigger = merged_trigger(session, principal, automation, body)
         if trigger is not None:
             replace_trigger(session, automation, trigger)
     automation.updated_at = utcnow()
@@ -335,14 +239,8 @@ def update_automation(
     return automation_views(session, [automation], with_stats=False)[0]
 
 
-@router.delete(
-    "/automations/{id}",
-    response_model=MessageOut,
-    summary="Delete an automation and cancel what it has scheduled",
-    responses={404: {"model": ErrorOut}},
-)
-def delete_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
-    automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
+def delete_automation(session: Session, automation: Automation) -> None:
+    """Soft delete of the automation and its emails; what it has scheduled is cancelled."""
     now = utcnow()
     automation.deleted_at = now
     cancel_automation_sends(session, automation.id)
@@ -352,21 +250,13 @@ def delete_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -
         .values(deleted_at=now)
     )
     session.flush()
-    return MessageOut(message="Automation deleted.")
 
 
-@router.post(
-    "/automations/{id}/emails",
-    status_code=201,
-    response_model=AutomationItemOut,
-    summary="Add an email to an automation",
-    responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-)
 def add_automation_email(
-    id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    session: Session, principal: Principal, automation: Automation, body: AutomationEmailCreate
 ) -> dict[str, Any]:
-    automation = owned(session, Automation, id, principal.account.id, "Automation not found.")
-    body = validate(AutomationEmailCreate, raw, status=422)
+    """POST /automations/{id}/emails: the email goes last; its delay is 0 for the first email and
+    DEFAULT_DELAY_HOURS after another unless given."""
     last_order = session.scalar(
         select(func.max(AutomationItem.send_order)).where(AutomationItem.automation_id == automation.id)
     )
@@ -398,17 +288,10 @@ def add_automation_email(
     return item_views(session, [item], with_stats=False)[0]
 
 
-@router.patch(
-    "/automation-emails/{id}",
-    response_model=AutomationItemOut,
-    summary="Edit an automation email, its delay or its place in the sequence",
-    responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-)
 def update_automation_email(
-    id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    session: Session, automation: Automation, item: AutomationItem, body: AutomationEmailUpdate
 ) -> dict[str, Any]:
-    item, automation = owned_item(session, id, principal)
-    body = validate(AutomationEmailUpdate, raw, status=422)
+    """PATCH /automation-emails/{id}: the email's fields, its delay, and its place in the sequence."""
     given = body.model_fields_set
     nulled = [
         n for n in ("subject", "html", "from_name", "from_email") if n in given and getattr(body, n) is None
@@ -430,3 +313,31 @@ def update_automation_email(
     item.updated_at = now
     session.flush()
     return item_views(session, [item], with_stats=False)[0]
+
+
+def find_automation(session: Session, principal: Principal, automation_id: int) -> Automation:
+    return owned(session, Automation, automation_id, principal.account.id, "Automation not found.")
+
+
+def merged_trigger(
+    session: Session, principal: Principal, automation: Automation, body: AutomationUpdate
+) -> tuple[str, int | None, int | None] | None:
+    """The trigger a PATCH asks for: the given fields over the current trigger's. A list or campaign
+    id is kept from the current trigger only while the type stays the same."""
+    given = body.model_fields_set
+    current = session.scalars(
+        select(AutomationTrigger).where(AutomationTrigger.automation_id == automation.id)
+    ).first()
+    trigger_type = body.trigger_type or (current.type if current else None)
+    same_type = current is not None and current.type == trigger_type
+    list_id = (
+        body.trigger_list_id
+        if "trigger_list_id" in given
+        else (current.list_id if same_type and current else None)
+    )
+    campaign_id = (
+        body.trigger_campaign_id
+        if "trigger_campaign_id" in given
+        else (current.campaign_id if same_type and current else None)
+    )
+    return resolve_trigger(session, principal, trigger_type, list_id, campaign_id)

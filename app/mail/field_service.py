@@ -1,34 +1,21 @@
-"""Custom contact fields: GET /contact-fields, and the definitions and values contact writes set."""
+"""Custom contact fields: the definitions and values contact writes set."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from app.db import SessionDep, upsert
-from app.identity.dependencies import PaidMailUser
+from app.db import upsert
 from app.identity.principal import Principal
 from app.kit.errors import ValidationFailed
 from app.mail.common import paginate
-from app.mail.schemas import ContactFieldOut, Page
 from app.models import ContactField, ContactFieldValue
 
 MAX_FIELDS_PER_ACCOUNT = 100
 FIELDS_PER_PAGE = 20
-
-router = APIRouter(tags=["Contact fields"])
-
-
-@router.get("/contact-fields", response_model=Page[ContactFieldOut], summary="List custom contact fields")
-def list_contact_fields(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    query = (
-        select(ContactField).where(ContactField.account_id == principal.account.id).order_by(ContactField.id)
-    )
-    paged = paginate(session, request, query, FIELDS_PER_PAGE)
-    return paged.envelope(paged.rows)
 
 
 def ensure_fields(session: Session, principal: Principal, names: list[str]) -> dict[str, int]:
@@ -85,3 +72,12 @@ def set_field_values(
             ),
             rows,
         )
+
+
+def fields_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+    """GET /contact-fields: a page of the account's field definitions, oldest first."""
+    query = (
+        select(ContactField).where(ContactField.account_id == principal.account.id).order_by(ContactField.id)
+    )
+    paged = paginate(session, request, query, FIELDS_PER_PAGE)
+    return paged.envelope(paged.rows)

@@ -48,26 +48,22 @@ from enum import Enum
 from typing import Any
 from urllib.parse import parse_qsl
 
-from fastapi import APIRouter, Request
-from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import HTMLResponse
-from pydantic import BaseModel, ConfigDict
+from fastapi import Request
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
-from app.db import SessionDep, transaction
 from app.identity.principal import principal_of
 from app.kit.errors import DomainError, ValidationFailed
 from app.kit.ratelimit import RateDecision, RateLimiter
-from app.kit.templates import html_page
 from app.kit.time import utcnow
 from app.mail.common import valid_id
-from app.mail.contacts import ContactEmail, ContactLimitExceeded, ContactWrite, Name, upsert_contacts
+from app.mail.contact_service import ContactWrite, upsert_contacts
 from app.mail.input import RawInput, TooDeep, normalize, validate
 from app.mail.sending.confirmation import confirmation_email
-from app.mail.sending.tokens import CONFIRM_MAX_AGE_SECONDS, MailTokens, Signup
+from app.mail.sending.tokens import MailTokens, Signup
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, make_transport
+from app.mail.specs import SignupIn
 from app.models import Account, Contact, ContactList, Form, FormList, ListMembership, User
 
 log = logging.getLogger("tidings.forms")
@@ -80,9 +76,6 @@ FIELDS = ("email", "first_name", "last_name")
 FORM_ID = re.compile(r"[0-9]{1,10}")
 # itsdangerous writes URL-safe base64 and dots; anything else (or anything longer) was never ours.
 TOKEN = re.compile(r"[A-Za-z0-9_.\-]{1,2048}")
-
-# Pages for people, not API operations: kept out of the email API's OpenAPI document.
-router = APIRouter(include_in_schema=False)
 
 
 @dataclass(frozen=True)
@@ -111,14 +104,6 @@ class PublicForm:
     list_ids: list[int]
     owner_email: str | None
     owner_name: str | None
-
-
-class SignupIn(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    email: ContactEmail
-    first_name: Name = None
-    last_name: Name = None
 
 
 def parse_form_id(raw: str) -> int | None:
@@ -387,149 +372,3 @@ def confirm_signup(
     )
     session.flush()
     return Confirmation(Confirmed.SUBSCRIBED, form)
-
-
-# ---------------------------------------------------------------------------------------------- pages
-
-# No scripts, no outside resources; the form posts only to this service. frame-ancestors is left
-# open: owners may show their form in an iframe on their own site.
-PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
-    "base-uri 'none'",
-    "X-Content-Type-Options": "nosniff",
-    # The confirmation token is in the URL: it must not leave in a Referer.
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
-
-
-def page(
-    template: str, status: int = 200, headers: dict[str, str] | None = None, **context: Any
-) -> HTMLResponse:
-    """A page of app/templates/forms/ with this module's headers."""
-    return html_page(template, status=status, headers={**PAGE_HEADERS, **(headers or {})}, **context)
-
-
-def form_url(settings: Settings, form_id: int) -> str:
-    return f"{settings.base_url.rstrip('/')}/f/{form_id}"
-
-
-# name, label, input type, autocomplete
-FIELD_INPUTS = (
-    ("email", "Email address", "email", "email"),
-    ("first_name", "First name (optional)", "text", "given-name"),
-    ("last_name", "Last name (optional)", "text", "family-name"),
-)
-
-
-def form_page(
-    form: PublicForm,
-    values: dict[str, Any] | None = None,
-    errors: dict[str, list[str]] | None = None,
-    status: int = 200,
-    headers: dict[str, str] | None = None,
-) -> HTMLResponse:
-    # Only text is shown again: a JSON body may have sent anything in a field.
-    shown = {name: value for name, value in (values or {}).items() if isinstance(value, str)}
-    return page(
-        "forms/form.html",
-        status,
-        headers,
-        form=form,
-        values=shown,
-        errors=errors or {},
-        fields=FIELD_INPUTS,
-        honeypot=HONEYPOT,
-    )
-
-
-def message_page(
-    heading: str, paragraphs: list[str], status: int = 200, headers: dict[str, str] | None = None
-) -> HTMLResponse:
-    """A page of a heading and paragraphs of plain text."""
-    return page("forms/message.html", status, headers, heading=heading, paragraphs=paragraphs)
-
-
-def not_found_page() -> HTMLResponse:
-    return message_page(
-        "Form not found", ["This sign-up form does not exist or is no longer available."], 404
-    )
-
-
-def invalid_link_page() -> HTMLResponse:
-    days = CONFIRM_MAX_AGE_SECONDS // 86400
-    return message_page(
-        "Link invalid or expired",
-        [
-            "This confirmation link is invalid or has expired.",
-            f"Links work for {days} days. To subscribe, please fill in the sign-up form again.",
-        ],
-        404,
-    )
-
-
-# ---------------------------------------------------------------------------------------------- routes
-
-
-@router.get("/f/{id}", response_class=HTMLResponse)
-def show_form(id: str, session: SessionDep) -> HTMLResponse:
-    form_id = parse_form_id(id)
-    form = open_form(session, form_id) if form_id is not None else None
-    if form is None:
-        return not_found_page()
-    return form_page(form)
-
-
-@router.post("/f/{id}", response_class=HTMLResponse)
-async def submit_form(id: str, request: Request) -> HTMLResponse:
-    form_id = parse_form_id(id)
-    state = request.app.state
-    # No SessionDep: a POST's session would be a writer's (BEGIN IMMEDIATE on SQLite) and this only reads.
-    form = await run_in_threadpool(read_open_form, state.read_session_factory, form_id) if form_id else None
-    if form is None:
-        return not_found_page()
-    raw: dict[str, Any] = {}
-    try:
-        raw = await read_submission(request)
-        signup = await request_signup(state.settings, state.form_limits, form, raw, client_address(request))
-    except DomainError as refused:
-        return form_page(
-            form, raw, refused.errors or {"form": [refused.message]}, refused.status, refused.headers
-        )
-    return page("forms/check_inbox.html", email=signup.email, form_title=form.title)
-
-
-@router.get("/f/confirm/{token}", response_class=HTMLResponse)
-def confirm(token: str, request: Request) -> HTMLResponse:
-    settings: Settings = request.app.state.settings
-    found = (
-        MailTokens(settings.resolved_secret_key).read_confirm_issued(token)
-        if TOKEN.fullmatch(token)
-        else None
-    )
-    if found is None:
-        return invalid_link_page()
-    signup, issued_at = found
-    # Opened from an email, so it is a GET that writes: its transaction is a writer's, not the read-only
-    # (autocommit on PostgreSQL) session a GET gets from SessionDep.
-    try:
-        with transaction(request.app.state.write_session_factory) as session:
-            confirmation = confirm_signup(session, signup, issued_at, ip_or_none(client_address(request)))
-    except ContactLimitExceeded:
-        log.warning(
-            "form %s: the account is at its contact limit; a confirmed sign-up was refused", signup.form_id
-        )
-        return message_page(
-            "Sign-up not possible right now",
-            ["This list cannot take new subscribers at the moment. Please try again later."],
-            402,
-        )
-    form = confirmation.form
-    if confirmation.outcome is Confirmed.SUBSCRIBED and form is not None:
-        # As after the API's own writes: the owner's next read (GET /me) must not show a remembered count.
-        request.app.state.token_lookup.forget_account(form.account_id)
-    if confirmation.outcome is Confirmed.GONE or form is None:
-        return not_found_page()
-    if confirmation.outcome is Confirmed.STALE:
-        return page("forms/stale.html", 410, form_url=form_url(settings, form.id))
-    return page("forms/subscribed.html", email=signup.email, form_title=form.title)

@@ -1,35 +1,24 @@
-"""Contact lists: /lists routes, their members, the in-use check before deletion, and the CLI's making and
-listing of an account's lists."""
+"""Contact lists: views with member counts and averages, the in-use check before deletion, and the
+CLI's making and listing of an account's lists."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import Request, Response
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from app.db import SessionDep
-from app.identity.dependencies import PaidMailUser
+from app.identity.principal import Principal
 from app.kit.errors import Conflict, DomainError, NotFound
 from app.kit.time import utcnow
-from app.mail.common import RowId, owned, paginate
-from app.mail.contacts import ContactFilter, contact_listing, live_contacts, search
-from app.mail.input import MailInput, validate
-from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
+from app.mail.common import owned, paginate
+from app.mail.contact_service import contact_listing, live_contacts, search
+from app.mail.specs import ContactFilter
 from app.mail.stats import list_averages
 from app.models import Automation, AutomationTrigger, Contact, ContactList, Form, FormList, ListMembership
 
 LISTS_PER_PAGE = 100
-
-router = APIRouter(tags=["Lists"])
-
-
-class ListCreate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    name: Annotated[str, Field(max_length=191)]
 
 
 def list_views(session: Session, lists: list[ContactList]) -> list[dict[str, Any]]:
@@ -68,10 +57,7 @@ def make_list(session: Session, account_id: int, user_id: int, name: str) -> dic
     name = name.strip()
     if not name or len(name) > 191:
         raise DomainError(400, "A list name is 1 to 191 characters.")
-    contact_list = ContactList(account_id=account_id, user_id=user_id, name=name)
-    session.add(contact_list)
-    session.flush()
-    return list_views(session, [contact_list])[0]
+    return add_list(session, account_id, user_id, name)
 
 
 def account_lists(session: Session, account_id: int) -> list[dict[str, Any]]:
@@ -104,11 +90,14 @@ def list_usages(session: Session, list_id: int) -> list[dict[str, Any]]:
     ]
 
 
-@router.get("/lists", response_model=Page[ContactListOut], summary="List contact lists")
-def get_lists(
-    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+def find_list(session: Session, principal: Principal, list_id: int) -> ContactList:
+    return owned(session, ContactList, list_id, principal.account.id, "List not found.")
+
+
+def lists_page(
+    request: Request, session: Session, principal: Principal, filters: ContactFilter
 ) -> dict[str, Any]:
-    filters = validate(ContactFilter, raw, status=422)
+    """GET /lists: a page of the account's live lists, by name when a query is given."""
     query = select(ContactList).where(
         ContactList.account_id == principal.account.id, ContactList.deleted_at.is_(None)
     )
@@ -118,33 +107,16 @@ def get_lists(
     return paged.envelope(list_views(session, paged.rows))
 
 
-@router.post(
-    "/lists", response_model=ContactListOut, summary="Create a list", responses={400: {"model": ErrorOut}}
-)
-def create_list(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
-    body = validate(ListCreate, raw, status=400)
-    contact_list = ContactList(account_id=principal.account.id, user_id=principal.user.id, name=body.name)
+def add_list(session: Session, account_id: int, user_id: int, name: str) -> dict[str, Any]:
+    """A new list of the account, as its view."""
+    contact_list = ContactList(account_id=account_id, user_id=user_id, name=name)
     session.add(contact_list)
     session.flush()
     return list_views(session, [contact_list])[0]
 
 
-@router.get(
-    "/lists/{id}", response_model=ContactListOut, summary="Get a list", responses={404: {"model": ErrorOut}}
-)
-def get_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    contact_list = owned(session, ContactList, id, principal.account.id, "List not found.")
-    return list_views(session, [contact_list])[0]
-
-
-@router.delete(
-    "/lists/{id}",
-    response_model=MessageOut,
-    summary="Delete a list",
-    responses={404: {"model": ErrorOut}, 409: {"model": ListInUseOut}},
-)
-def delete_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
-    contact_list = owned(session, ContactList, id, principal.account.id, "List not found.")
+def delete_list(session: Session, contact_list: ContactList) -> None:
+    """Soft delete; 409 while the list is in use (list_usages)."""
     usages = list_usages(session, contact_list.id)
     if usages:
         raise Conflict(
@@ -152,36 +124,20 @@ def delete_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> Mess
         )
     contact_list.deleted_at = utcnow()
     session.flush()
-    return MessageOut(message="List deleted.")
 
 
-@router.get(
-    "/lists/{list_id}/contacts",
-    response_model=Page[ContactOut],
-    summary="List the contacts of a list",
-    responses={404: {"model": ErrorOut}},
-)
-def get_list_contacts(
-    list_id: RowId, request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+def list_contacts(
+    request: Request, session: Session, principal: Principal, list_id: int, filters: ContactFilter
 ) -> Response:
-    owned(session, ContactList, list_id, principal.account.id, "List not found.")
-    filters = validate(ContactFilter, raw, status=422)
+    """GET /lists/{id}/contacts: a page of the list's live contacts."""
     query = search(live_contacts(principal.account.id), filters.query).where(
         Contact.id.in_(select(ListMembership.contact_id).where(ListMembership.list_id == list_id))
     )
     return contact_listing(session, request, query.order_by(Contact.id))
 
 
-@router.delete(
-    "/lists/{list_id}/contacts/{contact_id}",
-    response_model=ContactOut,
-    summary="Remove a contact from a list",
-    responses={404: {"model": ErrorOut}},
-)
-def remove_list_contact(
-    list_id: RowId, contact_id: RowId, session: SessionDep, principal: PaidMailUser
-) -> Contact:
-    owned(session, ContactList, list_id, principal.account.id, "List not found.")
+def remove_from_list(session: Session, principal: Principal, list_id: int, contact_id: int) -> Contact:
+    """The contact leaves the list; 404 when it was not on it."""
     contact = owned(session, Contact, contact_id, principal.account.id, "Contact not found.")
     removed = session.execute(
         delete(ListMembership).where(

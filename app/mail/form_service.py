@@ -1,25 +1,20 @@
-"""Forms: read-only /forms routes, and making and listing forms (CLI) with the lists they subscribe to."""
+"""Forms: making and listing forms (CLI) with the lists they subscribe to."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.db import SessionDep
-from app.identity.dependencies import PaidMailUser
+from app.identity.principal import Principal
 from app.kit.errors import DomainError
-from app.mail.common import RowId, check_list_ids, owned, paginate
-from app.mail.contacts import ContactFilter
-from app.mail.input import MailInput, validate
-from app.mail.schemas import ErrorOut, FormOut, Page
+from app.mail.common import check_list_ids, owned, paginate
+from app.mail.specs import ContactFilter
 from app.models import Form, FormList
 
 FORMS_PER_PAGE = 100
-
-router = APIRouter(tags=["Forms"])
 
 
 def create_form(session: Session, account_id: int, title: str, list_ids: list[int]) -> Form:
@@ -58,11 +53,10 @@ def account_forms(session: Session, account_id: int) -> list[tuple[Form, list[in
     return [(form, lists[form.id]) for form in forms]
 
 
-@router.get("/forms", response_model=Page[FormOut], summary="List forms")
-def list_forms(
-    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+def forms_page(
+    request: Request, session: Session, principal: Principal, filters: ContactFilter
 ) -> dict[str, Any]:
-    filters = validate(ContactFilter, raw, status=422)
+    """GET /forms: a page of the account's live forms, by title when a query is given."""
     query = select(Form).where(Form.account_id == principal.account.id, Form.deleted_at.is_(None))
     if filters.query:
         query = query.where(func.lower(Form.title).like(f"%{filters.query.lower()}%"))
@@ -70,6 +64,5 @@ def list_forms(
     return paged.envelope(paged.rows)
 
 
-@router.get("/forms/{id}", response_model=FormOut, summary="Get a form", responses={404: {"model": ErrorOut}})
-def get_form(id: RowId, session: SessionDep, principal: PaidMailUser) -> Form:
-    return owned(session, Form, id, principal.account.id, "Form not found.")
+def find_form(session: Session, principal: Principal, form_id: int) -> Form:
+    return owned(session, Form, form_id, principal.account.id, "Form not found.")

@@ -8,65 +8,27 @@ may still be edited, unscheduled (scheduled_at null) or deleted.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict
+from fastapi import Request
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.db import SessionDep
-from app.identity.dependencies import PaidMailUser
 from app.identity.principal import Principal
 from app.kit.errors import Conflict, DomainError, NotFound, ValidationFailed
 from app.kit.time import utcnow
 from app.mail.campaign_rules import (
-    FromEmail,
-    Html,
-    Short,
-    Subject,
-    TimeZoneName,
     check_can_send,
     check_timezone_configured,
     live_list_ids,
     to_utc,
 )
-from app.mail.common import RowId, check_list_ids, paginate
-from app.mail.input import ListIds, MailInput, validate
-from app.mail.schemas import CampaignOut, CampaignStatsOut, ErrorOut, MessageOut, Page
-from app.mail.stats import campaign_stats, sending_totals
+from app.mail.common import check_list_ids, paginate
+from app.mail.specs import CampaignCreate, CampaignUpdate
+from app.mail.stats import sending_totals
 from app.models import Campaign, CampaignList, ContactList
 
 CAMPAIGNS_PER_PAGE = 100
-
-router = APIRouter(tags=["Campaigns"])
-
-
-class CampaignCreate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    title: Short
-    subject: Subject
-    html: Html
-    from_name: Short
-    from_email: FromEmail
-    scheduled_at: datetime | None = None
-    timezone: TimeZoneName = None
-    lists: ListIds = []
-
-
-class CampaignUpdate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    title: Short | None = None
-    subject: Subject | None = None
-    html: Html | None = None
-    from_name: Short | None = None
-    from_email: FromEmail | None = None
-    scheduled_at: datetime | None = None
-    timezone: TimeZoneName = None
-    lists: ListIds | None = None
 
 
 REQUIRED_ON_UPDATE = ("title", "subject", "html", "from_name", "from_email")
@@ -153,8 +115,8 @@ def reject_if_sent(campaign: Campaign) -> None:
         raise Conflict("Campaign has already been sent.", code="already_sent")
 
 
-@router.get("/campaigns", response_model=Page[CampaignOut], summary="List campaigns")
-def list_campaigns(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def campaigns_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+    """GET /campaigns: a page of the account's live campaigns (not an automation's emails)."""
     query = (
         select(Campaign)
         .where(
@@ -168,15 +130,8 @@ def list_campaigns(request: Request, session: SessionDep, principal: PaidMailUse
     return paged.envelope(campaign_views(session, paged.rows))
 
 
-@router.post(
-    "/campaigns",
-    status_code=201,
-    response_model=CampaignOut,
-    summary="Create a campaign (a draft, or scheduled when scheduled_at is given)",
-    responses={403: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-)
-def create_campaign(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
-    body = validate(CampaignCreate, raw, status=422)
+def create_campaign(session: Session, principal: Principal, body: CampaignCreate) -> dict[str, Any]:
+    """POST /campaigns: a draft, or scheduled when scheduled_at is given."""
     list_ids = check_list_ids(session, principal.account.id, body.lists, "lists", 422)
     timezone = body.timezone or principal.account.timezone or None
     scheduled_at = None
@@ -200,33 +155,11 @@ def create_campaign(session: SessionDep, principal: PaidMailUser, raw: MailInput
     return campaign_views(session, [campaign])[0]
 
 
-@router.get(
-    "/campaigns/{id}",
-    response_model=CampaignOut,
-    summary="Get a campaign",
-    responses={404: {"model": ErrorOut}},
-)
-def get_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    return campaign_views(session, [any_campaign(session, id, principal.account.id)])[0]
-
-
-@router.patch(
-    "/campaigns/{id}",
-    response_model=CampaignOut,
-    summary="Edit a campaign that has not been sent",
-    responses={
-        403: {"model": ErrorOut},
-        404: {"model": ErrorOut},
-        409: {"model": ErrorOut},
-        422: {"model": ErrorOut},
-    },
-)
 def update_campaign(
-    id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    session: Session, principal: Principal, campaign: Campaign, body: CampaignUpdate
 ) -> dict[str, Any]:
-    campaign = regular_campaign(session, id, principal.account.id, for_update=True)
-    reject_if_sent(campaign)
-    body = validate(CampaignUpdate, raw, status=422)
+    """PATCH /campaigns/{id} of a campaign not sent: given fields replace, null ones that are required
+    are refused, and a schedule is checked as at creation."""
     given = body.model_fields_set
     nulled = [name for name in REQUIRED_ON_UPDATE if name in given and getattr(body, name) is None]
     if nulled:
@@ -265,34 +198,13 @@ def update_campaign(
     return campaign_views(session, [campaign])[0]
 
 
-@router.delete(
-    "/campaigns/{id}",
-    response_model=MessageOut,
-    summary="Delete a campaign that has not been sent",
-    responses={404: {"model": ErrorOut}, 409: {"model": ErrorOut}},
-)
-def delete_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
-    campaign = regular_campaign(session, id, principal.account.id, for_update=True)
-    reject_if_sent(campaign)
+def delete_campaign(session: Session, campaign: Campaign) -> None:
     campaign.deleted_at = utcnow()
     session.flush()
-    return MessageOut(message="Campaign deleted.")
 
 
-@router.post(
-    "/campaigns/{id}/send",
-    response_model=CampaignOut,
-    summary="Send a draft campaign now",
-    responses={
-        400: {"model": ErrorOut},
-        403: {"model": ErrorOut},
-        404: {"model": ErrorOut},
-        409: {"model": ErrorOut},
-    },
-)
-def send_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    campaign = regular_campaign(session, id, principal.account.id, for_update=True)
-    reject_if_sent(campaign)
+def send_campaign(session: Session, principal: Principal, campaign: Campaign) -> dict[str, Any]:
+    """POST /campaigns/{id}/send of a draft: scheduled now, when it has lists and the account may send."""
     if campaign.scheduled_at is not None:
         raise Conflict("Campaign is already scheduled.", code="already_scheduled")
     if not live_list_ids(session, campaign.id):
@@ -304,12 +216,8 @@ def send_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> di
     return campaign_views(session, [campaign])[0]
 
 
-@router.get(
-    "/campaigns/{id}/stats",
-    response_model=CampaignStatsOut,
-    summary="A campaign's delivery statistics (rates in percent)",
-    responses={404: {"model": ErrorOut}},
-)
-def get_campaign_stats(id: RowId, session: SessionDep, principal: PaidMailUser) -> CampaignStatsOut:
-    campaign = any_campaign(session, id, principal.account.id)
-    return campaign_stats(session, [campaign])[campaign.id]
+def editable_campaign(session: Session, principal: Principal, campaign_id: int) -> Campaign:
+    """A campaign of the account that has not been sent, locked for the change (404, 409 otherwise)."""
+    campaign = regular_campaign(session, campaign_id, principal.account.id, for_update=True)
+    reject_if_sent(campaign)
+    return campaign

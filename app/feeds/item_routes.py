@@ -1,0 +1,29 @@
+"""GET /v1/feeds/{id}/items (the query is in item_service.py)."""
+
+from __future__ import annotations
+
+from fastapi import Response
+
+from app.db import SessionDep
+from app.feeds.item_service import item_page
+from app.feeds.wire import FeedItemListResponse
+from app.identity.dependencies import V1User
+from app.kit.responses import json_response
+from app.kit.v1_input import PageCursor
+from app.kit.v1_routing import V1Router
+from app.kit.v1_wire import ErrorOut
+
+router = V1Router(tags=["Feeds"])
+
+
+@router.get(
+    "/v1/feeds/{feed_id}/items",
+    summary="A feed's items, newest first",
+    description="`?limit=` (default 50, at most 200) and `?after=` (the previous page's `next_cursor`); "
+    "`next_cursor` is null when the page is not full.",
+    response_model=FeedItemListResponse,
+    responses={404: {"model": ErrorOut, "description": "No such feed in the account"}},
+)
+def list_items(feed_id: str, session: SessionDep, principal: V1User, cursor: PageCursor) -> Response:
+    # Rows are plain JSON already: written as they are, without a model round trip per item.
+    return json_response(item_page(session, principal.account.id, feed_id, cursor))

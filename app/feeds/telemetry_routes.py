@@ -1,0 +1,37 @@
+"""GET and PUT /v1/telemetry (the state and the heartbeat are in telemetry_service.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+
+from app.db import SessionDep
+from app.feeds.telemetry_service import set_mode, telemetry_state
+from app.feeds.wire import TelemetryInput, TelemetryState
+from app.identity.dependencies import V1User
+from app.kit.v1_input import JsonBody, validate
+from app.kit.v1_routing import V1Router
+from app.kit.v1_wire import ErrorOut
+
+router = V1Router(tags=["Telemetry"])
+
+
+@router.get("/v1/telemetry", response_model=TelemetryState, summary="The telemetry state")
+def get_telemetry(request: Request, session: SessionDep, principal: V1User) -> dict[str, Any]:
+    return telemetry_state(session, principal, request.app.state.settings)
+
+
+@router.put(
+    "/v1/telemetry",
+    response_model=TelemetryState,
+    summary="Turn telemetry on or off (staff only)",
+    responses={
+        400: {"model": ErrorOut, "description": "`mode` is not `on` or `off`"},
+        403: {"model": ErrorOut, "description": "The caller is not staff (`can_set` is false)"},
+    },
+)
+def put_telemetry(request: Request, session: SessionDep, principal: V1User, body: JsonBody) -> dict[str, Any]:
+    wanted = validate(TelemetryInput, body)
+    set_mode(session, principal, wanted.mode)
+    return telemetry_state(session, principal, request.app.state.settings)

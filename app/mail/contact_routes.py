@@ -1,0 +1,125 @@
+"""The /contacts routes and PATCH /unsubscribe (the rules and SQL are in contact_service.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
+
+from app.db import SessionDep
+from app.identity.dependencies import PaidMailUser
+from app.identity.principal import Principal
+from app.mail import contact_service
+from app.mail.common import RowId
+from app.mail.input import MailInput, validate
+from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
+from app.mail.specs import ContactBatch, ContactCreate, ContactFilter, ContactUpdate, EmailOnly
+from app.models import Contact
+
+router = APIRouter(tags=["Contacts"])
+
+
+@router.get("/contacts", response_model=Page[ContactOut], summary="List contacts")
+async def list_contacts(request: Request, principal: PaidMailUser, raw: MailInput) -> Response:
+    # No SessionDep: the hot path (PostgreSQL, no filters) needs no session, and the other opens a
+    # read-only one of its own in a worker thread.
+    filters = validate(ContactFilter, raw, status=422)
+    filtered = filters.query or filters.email or filters.unsubscribed is not None
+    pool = request.app.state.async_pool
+    if pool is not None and not filtered:
+        return await contact_service.account_contacts_page(pool, request, principal.account)
+    return await run_in_threadpool(list_contacts_in_session, request, principal, filters)
+
+
+def list_contacts_in_session(request: Request, principal: Principal, filters: ContactFilter) -> Response:
+    with request.app.state.read_session_factory() as session:
+        return contact_service.contacts_matching(request, session, principal, filters)
+
+
+@router.post(
+    "/contacts",
+    response_model=ContactOut,
+    summary="Create or update a contact",
+    responses={400: {"model": ErrorOut}, 402: {"model": ErrorOut}},
+)
+def create_contact(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
+    body = validate(ContactCreate, raw, status=400)
+    return contact_service.upsert_contact(session, principal, contact_service.write_of(body))
+
+
+@router.post(
+    "/contacts/batch",
+    response_model=BatchResultOut,
+    summary="Create or update up to 1000 contacts",
+    responses={402: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+)
+def batch_contacts(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> BatchResultOut:
+    body = validate(ContactBatch, raw, status=422)
+    writes = [contact_service.write_of(item) for item in body.contacts]
+    result = contact_service.upsert_contacts(
+        session, principal, writes, validation_status=422, lists_field=lambda index: f"contacts.{index}.lists"
+    )
+    return BatchResultOut(created=result.created, updated=result.updated)
+
+
+@router.get("/contacts/unsubscribed", response_model=Page[ContactOut], summary="List unsubscribed contacts")
+def list_unsubscribed(
+    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> Response:
+    filters = validate(ContactFilter, raw, status=422)
+    return contact_service.unsubscribed_matching(request, session, principal, filters)
+
+
+@router.get(
+    "/contacts/{id}", response_model=ContactOut, summary="Get a contact", responses={404: {"model": ErrorOut}}
+)
+def get_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> Contact:
+    return contact_service.find_contact(session, principal, id)
+
+
+@router.patch(
+    "/contacts/{id}",
+    response_model=ContactOut,
+    summary="Update a contact",
+    responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+)
+def update_contact(id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
+    contact = contact_service.find_contact(session, principal, id)
+    body = validate(ContactUpdate, raw, status=422)
+    return contact_service.update_contact(session, principal, contact, body)
+
+
+@router.delete(
+    "/contacts/{id}",
+    response_model=MessageOut,
+    summary="Delete a contact",
+    responses={404: {"model": ErrorOut}},
+)
+def delete_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
+    contact_service.delete_contact(session, principal, contact_service.find_contact(session, principal, id))
+    return MessageOut(message="Contact deleted.")
+
+
+@router.get(
+    "/contacts/{id}/activity",
+    response_model=ContactActivityOut,
+    summary="A contact's sending history",
+    responses={404: {"model": ErrorOut}},
+)
+def contact_activity(
+    id: RowId, request: Request, session: SessionDep, principal: PaidMailUser
+) -> dict[str, Any]:
+    contact = contact_service.find_contact(session, principal, id)
+    return contact_service.contact_activity(session, request, contact)
+
+
+@router.patch(
+    "/unsubscribe",
+    response_model=ContactOut,
+    summary="Unsubscribe a contact by email",
+    responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+)
+def unsubscribe(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> Contact:
+    body = validate(EmailOnly, raw, status=400)
+    return contact_service.unsubscribe_by_email(session, principal, body.email)

@@ -1,0 +1,31 @@
+"""The read-only /forms routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from app.db import SessionDep
+from app.identity.dependencies import PaidMailUser
+from app.mail import form_service
+from app.mail.common import RowId
+from app.mail.input import MailInput, validate
+from app.mail.schemas import ErrorOut, FormOut, Page
+from app.mail.specs import ContactFilter
+from app.models import Form
+
+router = APIRouter(tags=["Forms"])
+
+
+@router.get("/forms", response_model=Page[FormOut], summary="List forms")
+def list_forms(
+    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> dict[str, Any]:
+    filters = validate(ContactFilter, raw, status=422)
+    return form_service.forms_page(request, session, principal, filters)
+
+
+@router.get("/forms/{id}", response_model=FormOut, summary="Get a form", responses={404: {"model": ErrorOut}})
+def get_form(id: RowId, session: SessionDep, principal: PaidMailUser) -> Form:
+    return form_service.find_form(session, principal, id)

@@ -1,0 +1,79 @@
+"""The /lists routes and their members (the rules and SQL are in list_service.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from app.db import SessionDep
+from app.identity.dependencies import PaidMailUser
+from app.mail import list_service
+from app.mail.common import RowId
+from app.mail.input import MailInput, validate
+from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
+from app.mail.specs import ContactFilter, ListCreate
+from app.models import Contact
+
+router = APIRouter(tags=["Lists"])
+
+
+@router.get("/lists", response_model=Page[ContactListOut], summary="List contact lists")
+def get_lists(
+    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> dict[str, Any]:
+    filters = validate(ContactFilter, raw, status=422)
+    return list_service.lists_page(request, session, principal, filters)
+
+
+@router.post(
+    "/lists", response_model=ContactListOut, summary="Create a list", responses={400: {"model": ErrorOut}}
+)
+def create_list(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
+    body = validate(ListCreate, raw, status=400)
+    return list_service.add_list(session, principal.account.id, principal.user.id, body.name)
+
+
+@router.get(
+    "/lists/{id}", response_model=ContactListOut, summary="Get a list", responses={404: {"model": ErrorOut}}
+)
+def get_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    return list_service.list_views(session, [list_service.find_list(session, principal, id)])[0]
+
+
+@router.delete(
+    "/lists/{id}",
+    response_model=MessageOut,
+    summary="Delete a list",
+    responses={404: {"model": ErrorOut}, 409: {"model": ListInUseOut}},
+)
+def delete_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
+    list_service.delete_list(session, list_service.find_list(session, principal, id))
+    return MessageOut(message="List deleted.")
+
+
+@router.get(
+    "/lists/{list_id}/contacts",
+    response_model=Page[ContactOut],
+    summary="List the contacts of a list",
+    responses={404: {"model": ErrorOut}},
+)
+def get_list_contacts(
+    list_id: RowId, request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> Response:
+    list_service.find_list(session, principal, list_id)
+    filters = validate(ContactFilter, raw, status=422)
+    return list_service.list_contacts(request, session, principal, list_id, filters)
+
+
+@router.delete(
+    "/lists/{list_id}/contacts/{contact_id}",
+    response_model=ContactOut,
+    summary="Remove a contact from a list",
+    responses={404: {"model": ErrorOut}},
+)
+def remove_list_contact(
+    list_id: RowId, contact_id: RowId, session: SessionDep, principal: PaidMailUser
+) -> Contact:
+    list_service.find_list(session, principal, list_id)
+    return list_service.remove_from_list(session, principal, list_id, contact_id)

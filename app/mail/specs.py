@@ -1,0 +1,188 @@
+"""Input models of the email API's request bodies (validated by app.mail.input)."""
+
+from __future__ import annotations
+
+import ipaddress
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from app.mail.campaign_rules import (
+    FromEmail,
+    Html,
+    Short,
+    Subject,
+    TimeZoneName,
+)
+from app.mail.input import EmailStr, ListIds, as_list
+
+MAX_BATCH = 1000
+MAX_EMAIL_LENGTH = 191
+MAX_IP_LENGTH = 45
+
+
+def _as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+def _check_ip(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        address = str(ipaddress.ip_address(value))
+    except ValueError as exc:
+        raise PydanticCustomError("ip", "not a valid IP address") from exc
+    if len(address) > MAX_IP_LENGTH:  # an IPv6 scope id (fe80::1%eth0) can be any length
+        raise PydanticCustomError("ip", "not a valid IP address")
+    return address
+
+
+def _key_fits(value: str) -> str:
+    """The lowercased address is the contact's key and must fit its column too ('İ' lowercases to two)."""
+    if len(value.lower()) > MAX_EMAIL_LENGTH:
+        raise PydanticCustomError("string_too_long", "too long", {"max_length": MAX_EMAIL_LENGTH})
+    return value
+
+
+# The length limit sits on the str member: on the union it would also meet null, which pydantic refuses
+# with a TypeError (a 500) instead of a validation error.
+Name = Annotated[Annotated[str, Field(max_length=191)] | None, BeforeValidator(_as_text)]
+IpAddress = Annotated[str | None, AfterValidator(_check_ip)]
+ContactEmail = Annotated[EmailStr, Field(max_length=MAX_EMAIL_LENGTH), AfterValidator(_key_fits)]
+
+
+class ContactFieldIn(BaseModel):
+    name: Annotated[str, Field(max_length=191)]
+    value: Annotated[Annotated[str, Field(max_length=65535)] | None, BeforeValidator(_as_text)] = None
+
+
+class ContactCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    email: ContactEmail
+    first_name: Name = None
+    last_name: Name = None
+    ip_address: IpAddress = None
+    lists: ListIds = []
+    contact_fields: Annotated[list[ContactFieldIn], BeforeValidator(as_list)] = []
+
+
+class ContactUpdate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    first_name: Name = None
+    last_name: Name = None
+    lists: ListIds | None = None
+    contact_fields: Annotated[list[ContactFieldIn], BeforeValidator(as_list)] = []
+
+
+class BatchContact(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    email: ContactEmail
+    first_name: Name = None
+    last_name: Name = None
+    ip_address: IpAddress = None
+    lists: ListIds = []
+    contact_fields: Annotated[list[ContactFieldIn], BeforeValidator(as_list)] = []
+
+
+class ContactBatch(BaseModel):
+    contacts: Annotated[list[BatchContact], Field(max_length=MAX_BATCH)]
+
+
+class ContactFilter(BaseModel):
+    query: str | None = None
+    email: str | None = None
+    unsubscribed: bool | None = None
+
+
+class EmailOnly(BaseModel):
+    email: ContactEmail
+
+
+class ListCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: Annotated[str, Field(max_length=191)]
+
+
+class CampaignCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: Short
+    subject: Subject
+    html: Html
+    from_name: Short
+    from_email: FromEmail
+    scheduled_at: datetime | None = None
+    timezone: TimeZoneName = None
+    lists: ListIds = []
+
+
+class CampaignUpdate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: Short | None = None
+    subject: Subject | None = None
+    html: Html | None = None
+    from_name: Short | None = None
+    from_email: FromEmail | None = None
+    scheduled_at: datetime | None = None
+    timezone: TimeZoneName = None
+    lists: ListIds | None = None
+
+
+TriggerType = Literal["apply_list", "open_campaign", "click_campaign"]
+DelayHours = Annotated[int, Field(ge=0, le=5000)]
+
+
+class AutomationCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: Short
+    trigger_type: TriggerType | None = None
+    trigger_list_id: int | None = None
+    trigger_campaign_id: int | None = None
+    active: bool = False
+
+
+class AutomationUpdate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: Short | None = None
+    active: bool | None = None
+    trigger_type: TriggerType | None = None
+    trigger_list_id: int | None = None
+    trigger_campaign_id: int | None = None
+
+
+class AutomationEmailCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    subject: Subject
+    html: Html
+    from_name: Short
+    from_email: FromEmail
+    delay_hours: DelayHours | None = None
+
+
+class AutomationEmailUpdate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    subject: Subject | None = None
+    html: Html | None = None
+    from_name: Short | None = None
+    from_email: FromEmail | None = None
+    delay_hours: DelayHours | None = None
+    send_order: Annotated[int, Field(ge=1)] | None = None
+
+
+class SignupIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    email: ContactEmail
+    first_name: Name = None
+    last_name: Name = None

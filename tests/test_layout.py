@@ -1,0 +1,233 @@
+"""The layout rules, read from the source: routes stay thin, kit stays below the models.
+
+- A route module (a module of app/ named `*_routes.py`, or any module that declares a route) executes
+  no SQL: it imports nothing from SQLAlchemy or psycopg but the `Session` and `sessionmaker` types and
+  SQLAlchemy's exceptions, and calls no `execute`, `scalar`, `scalars` or `query` on anything, nor
+  `get`, `add`, `delete`, `flush`, `refresh` and the like on a session or connection. Its queries and
+  rules live in the domain's `*_service.py` (or another module without routes).
+- A route module imports no other route module: what two of them share belongs in a service.
+- `app.kit` imports nothing from `app.models`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parent.parent / "app"
+
+ROUTE_DECORATORS = {"get", "post", "put", "patch", "delete", "head", "options", "api_route", "websocket"}
+# SQLAlchemy names a route may use: the session's types, and the exceptions it raises.
+ALLOWED_SQLALCHEMY = {"sqlalchemy.orm": {"Session", "sessionmaker"}, "sqlalchemy.exc": None}
+SQL_DRIVERS = ("psycopg", "psycopg_pool", "sqlite3", "asyncpg")
+# Called on anything, these run SQL.
+SQL_CALLS = {"execute", "executemany", "exec_driver_sql", "scalar", "scalars", "query"}
+# Called on a session or a connection, these run SQL (or write rows at the next flush).
+SESSION_CALLS = {
+    "get",
+    "get_one",
+    "add",
+    "add_all",
+    "delete",
+    "merge",
+    "flush",
+    "refresh",
+    "expire",
+    "bulk_save_objects",
+    "bulk_insert_mappings",
+    "bulk_update_mappings",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(APP.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def declares_routes(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                call = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if isinstance(call, ast.Attribute) and call.attr in ROUTE_DECORATORS:
+                    return True
+        # A router class passing routes on to its base (kit's V1Router) declares none itself.
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"add_api_route", "add_route", "add_api_websocket_route"}
+            and receiver_name(node.func.value) != "super"
+        ):
+            return True
+    return False
+
+
+def is_route_module(name: str, tree: ast.Module) -> bool:
+    return name.endswith("_routes") or declares_routes(tree)
+
+
+def imported_modules(tree: ast.Module) -> list[tuple[int, str, list[str]]]:
+    """(line, module, names) of every import, `from a import b` also as module `a.b` (b may be one)."""
+    found: list[tuple[int, str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name, []) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [alias.name for alias in node.names]
+            found.append((node.lineno, node.module, names))
+            found.extend((node.lineno, f"{node.module}.{name}", []) for name in names)
+    return found
+
+
+def receiver_name(node: ast.expr) -> str:
+    """`session` of `session.get(...)`, `state.session` of `self.state.session.add(...)`, '' otherwise."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Call):
+        return receiver_name(node.func)
+    return ""
+
+
+def is_session_like(name: str) -> bool:
+    lowered = name.lower()
+    return "session" in lowered or lowered in {"conn", "connection", "cursor", "cur", "db"}
+
+
+def sql_problems(tree: ast.Module) -> list[str]:
+    problems: list[tuple[int, str]] = []
+    for line, module, names in imported_modules(tree):
+        root = module.split(".")[0]
+        if root in SQL_DRIVERS:
+            problems.append((line, f"imports {module}"))
+        elif root == "sqlalchemy" and names:
+            allowed = ALLOWED_SQLALCHEMY.get(module, set())
+            if allowed is not None:
+                extra = sorted(set(names) - allowed)
+                if extra:
+                    problems.append((line, f"imports {', '.join(extra)} from {module}"))
+        elif module == "sqlalchemy":
+            problems.append((line, "imports sqlalchemy"))
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        method, receiver = node.func.attr, receiver_name(node.func.value)
+        if method in SQL_CALLS or (method in SESSION_CALLS and is_session_like(receiver)):
+            problems.append((node.lineno, f"calls {receiver or '...'}.{method}()"))
+    return [f"line {line}: {problem}" for line, problem in sorted(problems)]
+
+
+def route_import_problems(tree: ast.Module, route_modules: set[str]) -> list[str]:
+    return [
+        f"line {line}: imports the route module {module}"
+        for line, module, _names in imported_modules(tree)
+        if module in route_modules
+    ]
+
+
+def app_modules() -> dict[str, ast.Module]:
+    return {
+        module_name(path): ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for path in sorted(APP.rglob("*.py"))
+        if "_migrations" not in path.parts
+    }
+
+
+MODULES = app_modules()
+ROUTE_MODULES = {name for name, tree in MODULES.items() if is_route_module(name, tree)}
+
+
+def test_the_route_modules_are_found() -> None:
+    assert {"app.mail.contact_routes", "app.feeds.feed_routes", "app.watches.watch_routes"} <= ROUTE_MODULES
+    assert "app.mail.contact_service" not in ROUTE_MODULES
+    # Every route module of a domain says so by its name.
+    for name in ROUTE_MODULES:
+        if name.startswith(("app.mail.", "app.feeds.", "app.watches.")):
+            assert name.endswith("_routes"), name
+
+
+@pytest.mark.parametrize("name", sorted(ROUTE_MODULES))
+def test_route_modules_execute_no_sql(name: str) -> None:
+    assert sql_problems(MODULES[name]) == [], f"{name} runs SQL: move it into a service"
+
+
+@pytest.mark.parametrize("name", sorted(ROUTE_MODULES))
+def test_route_modules_import_no_other_route_module(name: str) -> None:
+    assert route_import_problems(MODULES[name], ROUTE_MODULES - {name}) == []
+
+
+def test_kit_imports_nothing_from_the_models() -> None:
+    offenders = [
+        f"{name} line {line}: {module}"
+        for name, tree in MODULES.items()
+        if name == "app.kit" or name.startswith("app.kit.")
+        for line, module, _names in imported_modules(tree)
+        if module == "app.models" or module.startswith("app.models.")
+    ]
+    assert offenders == []
+
+
+# The rules themselves, on modules written to break them.
+
+BAD_ROUTES = """
+from fastapi import APIRouter
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+from psycopg_pool import AsyncConnectionPool
+from app.mail import list_routes
+from app.mail.contact_routes import router as contacts
+
+router = APIRouter()
+
+@router.delete("/things/{id}")
+def delete_thing(id: int, session: Session) -> None:
+    session.execute(update(Thing).values(gone=True))
+    thing = session.get(Thing, id)
+    session.scalars(select(Thing)).all()
+    request.app.state.read_session.flush()
+"""
+
+GOOD_ROUTES = """
+from typing import Any
+from fastapi import APIRouter
+from sqlalchemy.orm import Session
+from sqlalchemy.exc import SQLAlchemyError
+from app.mail import contact_service
+
+router = APIRouter()
+
+@router.get("/things/{id}")
+def get_thing(id: int, session: Session, query: dict[str, Any]) -> Any:
+    limit = query.get("limit")
+    return contact_service.thing(session, id, limit)
+"""
+
+
+def test_the_rules_catch_sql_and_route_imports_in_a_route_module() -> None:
+    bad = ast.parse(BAD_ROUTES)
+    assert declares_routes(bad)
+    assert sql_problems(bad) == [
+        "line 3: imports select, update from sqlalchemy",
+        "line 5: imports psycopg_pool",
+        "line 5: imports psycopg_pool.AsyncConnectionPool",
+        "line 13: calls session.execute()",
+        "line 14: calls session.get()",
+        "line 15: calls session.scalars()",
+        "line 16: calls read_session.flush()",
+    ]
+    routes = {"app.mail.list_routes", "app.mail.contact_routes"}
+    assert route_import_problems(bad, routes) == [
+        "line 6: imports the route module app.mail.list_routes",
+        "line 7: imports the route module app.mail.contact_routes",
+    ]
+
+
+def test_the_rules_let_a_thin_route_module_through() -> None:
+    good = ast.parse(GOOD_ROUTES)
+    assert declares_routes(good)
+    assert sql_problems(good) == []
+    assert route_import_problems(good, {"app.mail.contact_routes"}) == []
+    assert not declares_routes(ast.parse("def helper(session):\n    return session.get(1)\n"))
