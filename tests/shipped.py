@@ -31,13 +31,15 @@ def api(served: Running, token: str) -> httpx.Client:
     return httpx.Client(base_url=served.base, headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
 
-def wait_until(condition: Callable[[], bool], what: str, *processes: Running) -> None:
+def wait_until(
+    condition: Callable[[], bool], what: str, *processes: Running, patience: float = PATIENCE_SECONDS
+) -> None:
     """Polls `condition` until it holds; fails with `what` and the processes' logs after the patience."""
-    deadline = time.monotonic() + PATIENCE_SECONDS
+    deadline = time.monotonic() + patience
     while not condition():
         if time.monotonic() > deadline:
             logs = "\n".join(f"--- {p.log_path.name}\n{p.tail()}" for p in processes)
-            pytest.fail(f"not within {PATIENCE_SECONDS} s: {what}\n{logs}")
+            pytest.fail(f"not within {patience:.0f} s: {what}\n{logs}")
         time.sleep(0.1)
 
 

@@ -5,13 +5,10 @@ sends) finishes the emails on the wire, records them and puts the rest of its ba
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,21 +17,15 @@ from sqlalchemy.orm import Session
 
 from app.models import Deliverable
 from tests.mail.sending.conftest import RECIPIENTS, SmtpSink
-from tests.processes import free_port
+from tests.processes import environment, free_port, tidings_script
+from tests.shipped import wait_until
 
-TIDINGS = str(Path(sys.executable).with_name("tidings"))  # the console script, as installed
 
-
-def worker_env(database_url: str, sink: SmtpSink, var_dir: Path, **settings: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "TIDINGS_DATABASE_URL": database_url,
-        "TIDINGS_VAR_DIR": str(var_dir),
-        "TIDINGS_SECRET_KEY": "worker-test-secret-key-long-enough-to-sign",
-        "TIDINGS_SMTP_URL": sink.url,
-        "TIDINGS_SEND_CONCURRENCY": "8",
-        **settings,
-    }
+def send_env(database_url: str, sink: SmtpSink, var_dir: Path, port: int, **settings: str) -> dict[str, str]:
+    base = f"http://127.0.0.1:{port}"
+    return environment(
+        database_url, var_dir, base, TIDINGS_SMTP_URL=sink.url, TIDINGS_SEND_CONCURRENCY="8", **settings
+    )
 
 
 def states(engine: Engine, campaign_id: int) -> dict[str, int]:
@@ -46,14 +37,6 @@ def states(engine: Engine, campaign_id: int) -> dict[str, int]:
                 .group_by(Deliverable.state)
             ).all()
         )
-
-
-def wait_until(what: str, predicate: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f} s: {what}")
-        time.sleep(0.02)
 
 
 def per_recipient(sink: SmtpSink) -> Counter[str]:
@@ -77,17 +60,24 @@ def test_accepted_emails_are_recorded_while_their_batch_is_still_sending(
 ) -> None:
     _, campaign_id = committed_campaign
     smtp_sink.hold_after = 40  # then the relay keeps the next emails waiting
-    env = worker_env(
-        database_url, smtp_sink, tmp_path / "var", TIDINGS_SEND_BATCH_SIZE="200", TIDINGS_SEND_LANES="1"
+    env = send_env(
+        database_url,
+        smtp_sink,
+        tmp_path / "var",
+        free_port(),
+        TIDINGS_SEND_BATCH_SIZE="200",
+        TIDINGS_SEND_LANES="1",
     )
-    worker = subprocess.Popen([TIDINGS, "worker"], env=env, stderr=subprocess.PIPE)
+    worker = subprocess.Popen([tidings_script(), "worker"], env=env, stderr=subprocess.PIPE)
     try:
-        wait_until("the relay accepted 40", lambda: len(smtp_sink.received) >= 40)
+        wait_until(lambda: len(smtp_sink.received) >= 40, "the relay accepted 40")
         # The batch of 200 is far from done, yet all 40 accepted emails are recorded as sent.
-        wait_until("40 recorded as sent", lambda: states(engine, campaign_id).get("sent", 0) == 40, timeout=5)
+        wait_until(
+            lambda: states(engine, campaign_id).get("sent", 0) == 40, "40 recorded as sent", patience=5
+        )
         assert states(engine, campaign_id)["sending"] == 200 - 40
         smtp_sink.holding = False
-        wait_until("all sent", lambda: states(engine, campaign_id) == {"sent": RECIPIENTS})
+        wait_until(lambda: states(engine, campaign_id) == {"sent": RECIPIENTS}, "all sent", patience=30)
     finally:
         worker.send_signal(signal.SIGTERM)
         finish(worker)
@@ -106,13 +96,18 @@ def test_sigterm_finishes_what_is_on_the_wire_and_puts_the_rest_back(
 ) -> None:
     _, campaign_id = committed_campaign
     smtp_sink.hold_after = 40
-    env = worker_env(
-        database_url, smtp_sink, tmp_path / "var", TIDINGS_SEND_BATCH_SIZE="50", TIDINGS_SEND_LANES="2"
+    port = free_port()
+    env = send_env(
+        database_url, smtp_sink, tmp_path / "var", port, TIDINGS_SEND_BATCH_SIZE="50", TIDINGS_SEND_LANES="2"
     )
     # `tidings serve` runs the same send lanes in its scheduler, on uvloop, and stops them on SIGTERM too.
-    command = [TIDINGS, "worker"] if process == "worker" else [TIDINGS, "serve", "--port", str(free_port())]
+    command = (
+        [tidings_script(), "worker"]
+        if process == "worker"
+        else [tidings_script(), "serve", "--port", str(port)]
+    )
     worker = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
-    wait_until("the relay accepted 40", lambda: len(smtp_sink.received) >= 40, timeout=60)
+    wait_until(lambda: len(smtp_sink.received) >= 40, "the relay accepted 40", patience=60)
     time.sleep(0.3)  # the next emails are on the wire, waiting for the relay's answer
     assert states(engine, campaign_id).get("sending", 0) > 0
     worker.send_signal(signal.SIGTERM)
@@ -136,7 +131,7 @@ def test_sigterm_finishes_what_is_on_the_wire_and_puts_the_rest_back(
     assert given_back == 0  # a put-back email was never attempted
 
     # The next worker sends the rest, and nothing twice.
-    rest = subprocess.Popen([TIDINGS, "worker", "--once"], env=env, stderr=subprocess.PIPE)
+    rest = subprocess.Popen([tidings_script(), "worker", "--once"], env=env, stderr=subprocess.PIPE)
     finish(rest)
     assert rest.returncode == 0
     assert states(engine, campaign_id) == {"sent": RECIPIENTS}
