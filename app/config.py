@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     # A running campaign stops by itself once this share of its sent emails bounced (after 50 sends).
     bounce_stop_rate: float = 0.1
     bounce_stop_min_sent: int = 50
+    # ... and once more than this share of its delivered emails drew a spam complaint (after 1000
+    # delivered): Gmail asks bulk senders to stay under 0.1% and never reach 0.3%.
+    complaint_stop_rate: float = 0.001
+    complaint_stop_min_sent: int = 1000
     # Shared secret of POST /webhooks/bounces (`Authorization: Bearer ...`); empty turns the route off.
     bounce_webhook_secret: str = ""
     send_batch_size: int = 200

@@ -96,6 +96,7 @@ MAIL_BODIES: dict[tuple[str, str], type[BaseModel]] = {
     ("patch", "/automations/{id}"): specs.AutomationUpdate,
     ("post", "/automations/{id}/emails"): specs.AutomationEmailCreate,
     ("patch", "/automation-emails/{id}"): specs.AutomationEmailUpdate,
+    ("post", "/suppressions"): specs.SuppressionCreate,
 }
 SEARCH = {
     "name": "query",

@@ -13,6 +13,7 @@ from app.mail import (
     hosted_form_routes,
     list_routes,
     me_routes,
+    suppression_routes,
     tracking_routes,
 )
 
@@ -27,6 +28,7 @@ mail_routers: list[APIRouter] = [
         form_routes,
         field_routes,
         hosted_form_routes,
+        suppression_routes,
         tracking_routes,
     )
 ]

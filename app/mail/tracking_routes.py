@@ -150,6 +150,6 @@ def bounce_webhook(
     request: Request, session: SessionDep, reports: Annotated[list[Report], Depends(bounce_reports)]
 ) -> dict[str, int]:
     settings = request.app.state.settings
-    rule = BounceRule(settings.bounce_stop_rate, settings.bounce_stop_min_sent)
+    rule = BounceRule.from_settings(settings)
     applied = apply_reports(session, reports, utcnow(), rule)
     return {"processed": applied.processed, "ignored": applied.ignored}

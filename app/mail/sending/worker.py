@@ -65,7 +65,7 @@ class SendConfig:
                 daily_send_limit=settings.daily_send_limit,
                 lease=timedelta(seconds=settings.send_lease_seconds),
             ),
-            bounce_rule=BounceRule(settings.bounce_stop_rate, settings.bounce_stop_min_sent),
+            bounce_rule=BounceRule.from_settings(settings),
             concurrency=settings.send_concurrency,
         )
 
