@@ -29,8 +29,7 @@ router = APIRouter(tags=["Suppressions"])
     openapi_extra=EXTENSION,
 )
 def list_suppressions(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    paged = suppression_service.suppressions_page(session, request, principal)
-    return paged.envelope([SuppressionOut.model_validate(row).model_dump() for row in paged.rows])
+    return suppression_service.suppressions_page(session, request, principal)
 
 
 @router.post(

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from fastapi import Request
 from sqlalchemy import ColumnElement, String, delete, exists, literal, select, update
 from sqlalchemy.orm import Session
 
@@ -29,6 +30,7 @@ from app.identity.principal import Principal
 from app.kit.errors import NotFound, ValidationFailed
 from app.kit.time import utcnow
 from app.mail.common import paginate
+from app.mail.schemas import SuppressionOut
 from app.mail.specs import MAX_EMAIL_LENGTH, SuppressionCreate
 from app.models import Contact, Deliverable, Suppression
 from app.models.base import UTCDateTime
@@ -100,10 +102,11 @@ def add_suppressions(session: Session, principal: Principal, body: SuppressionCr
     return len(added), len(by_key) - len(added)
 
 
-def suppressions_page(session: Session, request: Any, principal: Principal) -> Any:
+def suppressions_page(session: Session, request: Request, principal: Principal) -> dict[str, Any]:
     """GET /suppressions: the account's list, oldest first, a page of 100 (the email API's envelope)."""
     query = select(Suppression).where(Suppression.account_id == principal.account.id).order_by(Suppression.id)
-    return paginate(session, request, query, SUPPRESSIONS_PER_PAGE)
+    paged = paginate(session, request, query, SUPPRESSIONS_PER_PAGE)
+    return paged.envelope([SuppressionOut.model_validate(row).model_dump() for row in paged.rows])
 
 
 def remove_suppression(session: Session, principal: Principal, email: str) -> None:
