@@ -74,7 +74,9 @@ def add_suppressions(session: Session, principal: Principal, body: SuppressionCr
         required = "The email field is required when emails is not present."
         raise ValidationFailed({"email": [required]}, status=422)
     account_id = principal.account.id
-    by_key = {address.lower(): address for address in addresses}
+    by_key: dict[str, str] = {}
+    for address in addresses:
+        by_key.setdefault(address.lower(), address)
     now = utcnow()
     added = session.scalars(
         upsert(session, Suppression)
