@@ -166,7 +166,9 @@ def test_write_bodies_list_the_seed_fields_and_path_ids_are_integers(served: dic
         for parameter in operation.get("parameters", []):
             if parameter["in"] == "path":
                 assert parameter["name"] in path
-                assert parameter["schema"]["type"] == "integer", (path, parameter)
+                # The one path key that is no id: a suppressed address (an extension beyond SendFox).
+                kind = "string" if path == "/suppressions/{email}" else "integer"
+                assert parameter["schema"]["type"] == kind, (path, parameter)
     schemas = served["components"]["schemas"]
     assert schemas["ContactBatch"]["properties"]["contacts"]["maxItems"] == 1000
     for model in ("AutomationEmailCreate", "AutomationEmailUpdate"):

@@ -157,6 +157,10 @@ CODE: dict[str, list[Any]] = {
     "list `name` (characters)": [cap(ListCreate, "name")],
     "hosted sign-up form body (bytes)": [hosted_forms.MAX_BODY_BYTES],
     "hosted sign-up form fields": [hosted_forms.MAX_FIELDS],
+    "addresses in one `POST /suppressions`": [
+        contacts.MAX_BATCH,
+        cap(contacts.SuppressionCreate, "emails", key="maxItems"),
+    ],
     "bounce webhook body (bytes)": [bounces.MAX_BODY_BYTES],
     "bounce reports in one request": [bounces.MAX_REPORTS],
     "bounce report text fields (characters)": [
