@@ -15,6 +15,7 @@ from app.kit.time import utcnow
 from app.mail.sending.queue import fan_out_due
 from app.models import Contact, Deliverable, Suppression
 from tests.conftest import ApiUser
+from tests.factories import create_campaign, create_contact, create_list
 
 
 def add(client: TestClient, user: ApiUser, body: dict[str, Any]) -> dict[str, int]:
@@ -72,8 +73,7 @@ def test_the_list_is_paged_like_the_rest_of_the_email_api(client: TestClient, ap
 def test_delete_takes_an_address_off_the_list_and_unbounces_its_contact(
     client: TestClient, api_user: ApiUser, db: Session
 ) -> None:
-    created = client.post("/contacts", json={"email": "ann@example.com"}, headers=api_user.headers)
-    contact_id = created.json()["id"]
+    contact_id = create_contact(client, api_user)["id"]
     add(client, api_user, {"email": "ann@example.com"})
     db.get_one(Contact, contact_id).bounced_at = db.get_one(Contact, contact_id).created_at
     db.commit()
@@ -162,18 +162,10 @@ def test_the_routes_want_credentials_and_a_paid_plan(client: TestClient, make_us
 def test_adding_an_address_cancels_the_emails_queued_for_it(
     client: TestClient, api_user: ApiUser, db: Session
 ) -> None:
-    list_id = client.post("/lists", json={"name": "L"}, headers=api_user.headers).json()["id"]
+    list_id = create_list(client, api_user)["id"]
     for address in ("ann@example.com", "bob@example.com"):
-        client.post("/contacts", json={"email": address, "lists": [list_id]}, headers=api_user.headers)
-    campaign = {
-        "title": "T",
-        "subject": "S",
-        "html": "<p>x</p>",
-        "from_name": "N",
-        "from_email": "n@example.com",
-        "lists": [list_id],
-    }
-    campaign_id = client.post("/campaigns", json=campaign, headers=api_user.headers).json()["id"]
+        create_contact(client, api_user, address, lists=[list_id])
+    campaign_id = create_campaign(client, api_user, lists=[list_id])["id"]
     assert client.post(f"/campaigns/{campaign_id}/send", headers=api_user.headers).status_code == 200
     fan_out_due(db, utcnow())
     db.commit()

@@ -21,10 +21,11 @@ from app.mail.arf import complaint_report
 from app.mail.sending.queue import BounceRule, stop_bouncing_campaigns
 from app.models import Campaign, Contact, Deliverable, Suppression
 from tests.conftest import ApiUser
+from tests.factories import add_campaign, add_contacts, create_list
 from tests.mail.arf_samples import yahoo_style
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
 from tests.mail.sending.emails import deliverables_of, stats_of
-from tests.mail.sending.test_automation_runs import automation, new_list
+from tests.mail.sending.test_automation_runs import automation
 
 SECRET = "relay-shared-secret-0123456789"
 AUTH = {"Authorization": f"Bearer {SECRET}"}
@@ -184,7 +185,7 @@ def test_suppressing_by_the_api_cancels_what_is_queued(
 def test_an_automation_sends_to_no_suppressed_address(
     client: TestClient, api_user: ApiUser, sender: Sender, smtp_sink: SmtpSink, db: Session, world: int
 ) -> None:
-    welcome = new_list(client, api_user, "Welcome")
+    welcome = create_list(client, api_user, "Welcome")["id"]
     series = automation(client, api_user, [0], trigger_type="apply_list", trigger_list_id=welcome)
     everyone = [API, BOUNCED, REFUSED, COMPLAINED, DELETED, "before@example.com", LATE, FRESH]
     batch = {"contacts": [{"email": e, "lists": [welcome]} for e in everyone]}
@@ -248,34 +249,12 @@ def test_the_default_rule_stops_past_one_complaint_in_a_thousand_delivered(
     db: Session, api_user: ApiUser
 ) -> None:
     now = utcnow()
-    campaign = Campaign(
-        account_id=api_user.account_id,
-        title="T",
-        subject="S",
-        html="<p>x</p>",
-        from_name="N",
-        from_email="n@example.com",
-        sent_at=now,
-    )
-    db.add(campaign)
-    db.flush()
-    contact_ids = db.scalars(
-        insert(Contact).returning(Contact.id),
-        [
-            {
-                "account_id": api_user.account_id,
-                "email": f"c{i}@example.com",
-                "email_key": f"c{i}@example.com",
-                "created_at": now,
-                "updated_at": now,
-            }
-            for i in range(1003)
-        ],
-    ).all()
+    campaign_id = add_campaign(db, api_user.account_id)
+    contact_ids = add_contacts(db, api_user.account_id, 1003)
     rows = [
         {
             "account_id": api_user.account_id,
-            "campaign_id": campaign.id,
+            "campaign_id": campaign_id,
             "contact_id": cid,
             "state": "sent",
             "send_after": now,
@@ -289,7 +268,7 @@ def test_the_default_rule_stops_past_one_complaint_in_a_thousand_delivered(
     rows += [
         {
             "account_id": api_user.account_id,
-            "campaign_id": campaign.id,
+            "campaign_id": campaign_id,
             "contact_id": cid,
             "state": "queued",
             "send_after": now + timedelta(hours=1),
@@ -306,18 +285,18 @@ def test_the_default_rule_stops_past_one_complaint_in_a_thousand_delivered(
     def complain(count: int) -> list[int]:
         ids = db.scalars(
             select(Deliverable.id)
-            .where(Deliverable.campaign_id == campaign.id, Deliverable.state == "sent")
+            .where(Deliverable.campaign_id == campaign_id, Deliverable.state == "sent")
             .order_by(Deliverable.id)
             .limit(count)
         ).all()
         for deliverable_id in ids:
             db.get_one(Deliverable, deliverable_id).spam_at = now
         db.flush()
-        return stop_bouncing_campaigns(db, [campaign.id], now, rule)
+        return stop_bouncing_campaigns(db, [campaign_id], now, rule)
 
     assert complain(1) == []  # 1 in 1000 is 0.1%: not past it
-    assert complain(2) == [campaign.id]  # 2 in 1000
-    db.refresh(campaign)
-    assert campaign.halt_reason == "stopped: more than 0.1% of its delivered emails were reported as spam"
+    assert complain(2) == [campaign_id]  # 2 in 1000
+    halt_reason = db.scalar(select(Campaign.halt_reason).where(Campaign.id == campaign_id))
+    assert halt_reason == "stopped: more than 0.1% of its delivered emails were reported as spam"
     states = db.scalars(select(Deliverable.state).where(Deliverable.contact_id.in_(contact_ids[1000:]))).all()
     assert states == ["cancelled"] * 3
