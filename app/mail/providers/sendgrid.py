@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from app.kit.errors import DomainError
-from app.mail.bounces import Report
+from app.mail.bounces import MAX_BODY_BYTES, BodyTooLarge, Report
 from app.mail.providers import Events, Hardness, ReportType, an_object, invalid, load_json, make_report
 
 SIGNATURE_HEADER = "X-Twilio-Email-Event-Webhook-Signature"
@@ -79,6 +79,8 @@ def verify(setting: str, signature: str | None, timestamp: str | None, body: byt
 
 def read(body: bytes, setting: str, signature: str | None, timestamp: str | None) -> Events:
     """The verified body's events as reports; BadSignature, or 413 / 422 (ValidationFailed)."""
+    if len(body) > MAX_BODY_BYTES:
+        raise BodyTooLarge()
     verify(setting, signature, timestamp, body)
     payload = load_json(body)
     if not isinstance(payload, list):

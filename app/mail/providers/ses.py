@@ -45,6 +45,7 @@ from app.mail.providers import Events, Hardness, an_object, header_value, invali
 
 NOTIFICATION_FIELDS = ("Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type")
 CONFIRMATION_FIELDS = ("Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type")
+SIGNATURE_FIELDS = ("SignatureVersion", "Signature", "SigningCertURL")
 TYPES = ("Notification", "SubscriptionConfirmation", "UnsubscribeConfirmation")
 SNS_HOST = re.compile(r"sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?")
 MAX_CERTIFICATE_BYTES = 64 * 1024
@@ -79,19 +80,22 @@ class SnsMessage:
 
 
 def parse(body: bytes) -> SnsMessage:
-    """An SNS message's fields (strings), or 413 / 422."""
+    """An SNS message's fields (strings); BadSignature when it is unsigned, or 413 / 422."""
     payload = an_object(load_json(body), "body")
     kind = payload.get("Type")
     if kind not in TYPES:
         raise invalid("Type", f"The Type must be one of {', '.join(TYPES)}.")
-    names = NOTIFICATION_FIELDS if kind == "Notification" else CONFIRMATION_FIELDS
-    required = [*names, "SignatureVersion", "Signature", "SigningCertURL"]
     fields: dict[str, str] = {}
-    for name in required:
+    for name in SIGNATURE_FIELDS:
+        value = payload.get(name)
+        if not isinstance(value, str) or not value:
+            raise BadSignature()
+        fields[name] = value
+    for name in NOTIFICATION_FIELDS if kind == "Notification" else CONFIRMATION_FIELDS:
         value = payload.get(name)
         if name == "Subject" and value is None:
             continue
-        if not isinstance(value, str) or ("\x00" in value):
+        if not isinstance(value, str):
             raise invalid(name, f"The {name} field is required.")
         fields[name] = value
     return SnsMessage(fields)
