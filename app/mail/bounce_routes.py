@@ -8,7 +8,7 @@ that are no bounce, complaint or unsubscribe (deliveries, opens, SNS's unsubscri
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
@@ -20,6 +20,7 @@ from app.kit.errors import NotFound
 from app.kit.time import utcnow
 from app.mail.bounces import apply_reports
 from app.mail.providers import Events, mailgun, postmark, sendgrid, ses
+from app.mail.schemas import ErrorOut
 from app.mail.sending.queue import BounceRule
 
 router = APIRouter(tags=["Provider webhooks"])
@@ -96,21 +97,44 @@ def _apply(request: Request, session: SessionDep, events: Events) -> WebhookAnsw
     return WebhookAnswer(processed=applied.processed, ignored=applied.ignored + events.skipped)
 
 
-RESPONSES: dict[int | str, dict[str, str]] = {
-    401: {"description": "Unsigned or wrongly signed (or without the secret): nothing changed"},
-    404: {"description": "The provider's setting is empty: the route is off"},
-    413: {"description": "The body is larger than 2 MiB"},
-    422: {"description": "The body is not what the provider sends"},
+def _error(description: str) -> dict[str, Any]:
+    return {"model": ErrorOut, "description": description}
+
+
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: _error("Unsigned or wrongly signed (or without the secret): nothing changed"),
+    404: _error("The provider's setting is empty: the route is off"),
+    413: _error("The body is larger than 2 MiB"),
+    422: _error("The body is not what the provider sends"),
 }
+SES_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **RESPONSES,
+    403: _error("The topic is not in TIDINGS_SES_TOPIC_ARNS"),
+    502: _error("Amazon SNS could not be reached (SNS retries)"),
+}
+
+
+def _openapi(body: str) -> dict[str, Any]:
+    """No bearer token (each provider authenticates its own way), the provider's own JSON body, and
+    the mark of a route SendFox does not have."""
+    return {
+        "security": [],
+        "x-tidings-extension": True,
+        "requestBody": {
+            "required": True,
+            "description": body,
+            "content": {"application/json": {"schema": {}}},
+        },
+    }
 
 
 @router.post(
     "/webhooks/bounces/ses",
-    responses={
-        **RESPONSES,
-        403: {"description": "A topic not in TIDINGS_SES_TOPIC_ARNS"},
-        502: {"description": "Amazon SNS could not be reached (SNS retries)"},
-    },
+    responses=SES_RESPONSES,
+    openapi_extra=_openapi(
+        "An Amazon SNS HTTP(S) message: SubscriptionConfirmation, UnsubscribeConfirmation, or a "
+        "Notification whose Message is an SES bounce or complaint notification."
+    ),
 )
 def ses_webhook(
     request: Request, session: SessionDep, events: Annotated[Events, Depends(ses_events)]
@@ -120,7 +144,11 @@ def ses_webhook(
     return _apply(request, session, events)
 
 
-@router.post("/webhooks/bounces/postmark", responses=RESPONSES)
+@router.post(
+    "/webhooks/bounces/postmark",
+    responses=RESPONSES,
+    openapi_extra=_openapi("One Postmark webhook record (Bounce, SpamComplaint, SubscriptionChange)."),
+)
 def postmark_webhook(
     request: Request, session: SessionDep, events: Annotated[Events, Depends(postmark_events)]
 ) -> WebhookAnswer:
@@ -128,7 +156,11 @@ def postmark_webhook(
     return _apply(request, session, events)
 
 
-@router.post("/webhooks/bounces/sendgrid", responses=RESPONSES)
+@router.post(
+    "/webhooks/bounces/sendgrid",
+    responses=RESPONSES,
+    openapi_extra=_openapi("An array of SendGrid Event Webhook events."),
+)
 def sendgrid_webhook(
     request: Request, session: SessionDep, events: Annotated[Events, Depends(sendgrid_events)]
 ) -> WebhookAnswer:
@@ -136,7 +168,11 @@ def sendgrid_webhook(
     return _apply(request, session, events)
 
 
-@router.post("/webhooks/bounces/mailgun", responses=RESPONSES)
+@router.post(
+    "/webhooks/bounces/mailgun",
+    responses=RESPONSES,
+    openapi_extra=_openapi("One Mailgun webhook: its `signature` and `event-data`."),
+)
 def mailgun_webhook(
     request: Request, session: SessionDep, events: Annotated[Events, Depends(mailgun_events)]
 ) -> WebhookAnswer:

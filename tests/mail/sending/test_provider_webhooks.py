@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.main import create_app
+from app.openapi_docs import mail_openapi
 from tests.conftest import ApiUser
 from tests.mail.providers.samples import (
     TOPIC,
@@ -284,6 +285,13 @@ def test_a_provider_whose_setting_is_empty_has_no_route(unconfigured: TestClient
         assert webhook.post("hard", ANN, None).status_code == 404, provider
         assert webhook.post("hard", ANN, None, signed=False).status_code == 404, provider
     assert unconfigured.post("/webhooks/bounces/elsewhere", json={}).status_code == 404
+
+
+def test_every_documented_provider_route_is_served(client: TestClient) -> None:
+    paths = [p for p in mail_openapi()["paths"] if p.startswith("/webhooks/bounces/")]
+    assert sorted(paths) == sorted(f"/webhooks/bounces/{p}" for p in PROVIDERS)
+    for path in paths:
+        assert client.post(path, content=b"{}").status_code in (401, 422), path
 
 
 def test_an_unknown_provider_is_404(client: TestClient) -> None:
