@@ -18,8 +18,7 @@ from app.db import SessionDep
 from app.identity.dependencies import Unauthenticated
 from app.kit.errors import NotFound
 from app.kit.time import utcnow
-from app.mail.bounces import apply_reports
-from app.mail.providers import Events, mailgun, postmark, sendgrid, ses
+from app.mail.providers import Events, apply_events, mailgun, postmark, sendgrid, ses
 from app.mail.schemas import ErrorOut
 from app.mail.sending.queue import BounceRule
 
@@ -93,8 +92,8 @@ async def mailgun_events(request: Request) -> Events:
 def _apply(request: Request, session: SessionDep, events: Events) -> WebhookAnswer:
     settings = _settings(request)
     rule = BounceRule(settings.bounce_stop_rate, settings.bounce_stop_min_sent)
-    applied = apply_reports(session, events.reports, utcnow(), rule)
-    return WebhookAnswer(processed=applied.processed, ignored=applied.ignored + events.skipped)
+    answer = apply_events(session, events, utcnow(), rule)
+    return WebhookAnswer(processed=answer.processed, ignored=answer.ignored)
 
 
 def _error(description: str) -> dict[str, Any]:

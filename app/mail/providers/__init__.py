@@ -13,14 +13,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import ValidationError
+from sqlalchemy.orm import Session
 
 from app.kit.errors import ValidationFailed
-from app.mail.bounces import MAX_BODY_BYTES, BodyTooLarge, Report
+from app.mail.bounces import MAX_BODY_BYTES, MAX_REPORTS, BodyTooLarge, Report, apply_reports
 from app.mail.input import laravel_errors
+from app.mail.sending.queue import BounceRule
 
 ReportType = Literal["bounce", "complaint", "unsubscribe"]
 Hardness = Literal["hard", "soft"]
@@ -32,6 +36,24 @@ class Events:
 
     reports: list[Report] = field(default_factory=list)
     skipped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    processed: int
+    ignored: int
+
+
+def apply_events(session: Session, events: Events, now: datetime, rule: BounceRule) -> Answer:
+    """Apply the reports as POST /webhooks/bounces does, MAX_REPORTS at a time (a SendGrid batch can
+    hold many more, and each chunk's statements list its ids), in the caller's transaction."""
+    processed = ignored = 0
+    reports: Sequence[Report] = events.reports
+    for start in range(0, len(reports), MAX_REPORTS):
+        applied = apply_reports(session, reports[start : start + MAX_REPORTS], now, rule)
+        processed += applied.processed
+        ignored += applied.ignored
+    return Answer(processed, ignored + events.skipped)
 
 
 def load_json(body: bytes) -> Any:

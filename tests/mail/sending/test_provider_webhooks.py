@@ -214,6 +214,18 @@ def test_the_message_id_picks_the_email_it_names(
     assert by_campaign[first].spam_at is not None and by_campaign[second].spam_at is None
 
 
+def test_a_large_sendgrid_batch_is_applied_in_chunks(
+    client: TestClient, api_user: ApiUser, sender: Sender, db: Session
+) -> None:
+    sent_campaign(client, api_user, sender, [ANN])
+    events = [sendgrid_event("bounce", f"u{i}@example.com", None, type="bounce") for i in range(2500)]
+    events.append(sendgrid_event("spamreport", ANN, None))
+    body = json.dumps(events).encode()
+    response = client.post("/webhooks/bounces/sendgrid", content=body, headers=SENDGRID.headers(body))
+    assert response.json() == {"processed": 1, "ignored": 2500}
+    assert deliverables_of(db, ANN)[0].spam_at is not None
+
+
 def test_unknown_addresses_are_answered_and_ignored(webhook: Webhook) -> None:
     response = webhook.post("hard", "stranger@example.com", "<1.1.ab@example.com>")
     assert response.status_code == 200
