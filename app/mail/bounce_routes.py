@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel
 
 from app.config import Settings
 from app.db import SessionDep
@@ -19,15 +18,10 @@ from app.identity.dependencies import Unauthenticated
 from app.kit.errors import NotFound
 from app.kit.time import utcnow
 from app.mail.providers import Events, apply_events, mailgun, postmark, sendgrid, ses
-from app.mail.schemas import ErrorOut
+from app.mail.schemas import ErrorOut, WebhookAnswer
 from app.mail.sending.queue import BounceRule
 
 router = APIRouter(tags=["Provider webhooks"])
-
-
-class WebhookAnswer(BaseModel):
-    processed: int
-    ignored: int
 
 
 def _settings(request: Request) -> Settings:
@@ -45,7 +39,7 @@ async def ses_events(request: Request) -> Events:
     _turned_on(settings.ses_topic_arns)
     client: ses.SnsClient = request.app.state.sns_client
     try:
-        _type, events = await ses.read(
+        return await ses.read(
             await request.body(),
             topics=settings.ses_topic_arns,
             url_prefix=settings.ses_sns_url_prefix,
@@ -54,7 +48,6 @@ async def ses_events(request: Request) -> Events:
         )
     except ses.BadSignature as exc:
         raise Unauthenticated() from exc
-    return events
 
 
 async def postmark_events(request: Request) -> Events:

@@ -195,10 +195,8 @@ class SnsClient:
             raise SnsUnreachable(f"the subscription's confirmation answered {status}")
 
 
-async def read(
-    body: bytes, *, topics: str, url_prefix: str, client: SnsClient, now: datetime
-) -> tuple[str, Events]:
-    """A verified SNS message: its Type and its reports. BadSignature, TopicNotAccepted, SnsUnreachable,
+async def read(body: bytes, *, topics: str, url_prefix: str, client: SnsClient, now: datetime) -> Events:
+    """A verified SNS message's reports. BadSignature, TopicNotAccepted, SnsUnreachable,
     or 413 / 422."""
     message = parse(body)
     if not accepts_topic(topics, message.fields["TopicArn"]):
@@ -212,10 +210,10 @@ async def read(
         if not allowed_url(subscribe_url, url_prefix, pem=False):
             raise invalid("SubscribeURL", "The SubscribeURL is not an Amazon SNS address.")
         await client.confirm(subscribe_url)
-        return message.type, Events()
+        return Events()
     if message.type == "UnsubscribeConfirmation":
-        return message.type, Events(skipped=1)
-    return message.type, notification_events(message.fields["Message"])
+        return Events(skipped=1)
+    return notification_events(message.fields["Message"])
 
 
 def notification_events(text: str) -> Events:
