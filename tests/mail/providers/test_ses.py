@@ -144,6 +144,13 @@ def test_complaints_and_the_message_id_from_the_headers_list() -> None:
     assert without.message_id is None
 
 
+def test_configuration_set_events_read_the_same() -> None:
+    event = ses_bounce("ann@example.com", "<1.2.ab@h>")
+    event["eventType"] = event.pop("notificationType")
+    [report] = ses.notification_events(json.dumps(event)).reports
+    assert (report.type, report.bounce_type, report.message_id) == ("bounce", "hard", "<1.2.ab@h>")
+
+
 def test_other_notifications_are_skipped() -> None:
     delivery = {"notificationType": "Delivery", "mail": {}, "delivery": {"recipients": ["a@example.com"]}}
     assert ses.notification_events(json.dumps(delivery)).skipped == 1

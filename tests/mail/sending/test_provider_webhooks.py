@@ -197,11 +197,9 @@ def test_each_provider_marks_the_right_contact_once_and_replays_change_nothing(
     assert snapshot(client, api_user, db) == before
 
 
-def test_the_message_id_picks_the_email_it_names(
+def test_the_message_id_picks_the_email_it_names_where_the_provider_passes_it_on(
     webhook: Webhook, client: TestClient, api_user: ApiUser, sender: Sender, smtp_sink: SmtpSink, db: Session
 ) -> None:
-    if webhook.provider == "postmark":
-        pytest.skip("Postmark's bounce records carry no Message-ID header: the latest email is meant")
     first = sent_campaign(client, api_user, sender, [ANN])
     list_id = client.get("/lists", headers=api_user.headers).json()["data"][0]["id"]
     second = campaign_with_list(client, api_user.headers, [])
@@ -211,6 +209,9 @@ def test_the_message_id_picks_the_email_it_names(
     older = str(smtp_sink.to(ANN)[0].message["Message-ID"])
     assert webhook.post("complaint", ANN, older).status_code == 200
     by_campaign = {row.campaign_id: row for row in deliverables_of(db, ANN)}
+    if webhook.provider == "postmark":
+        # Postmark's records carry Postmark's own id, not the Message-ID header: the latest email is meant.
+        first, second = second, first
     assert by_campaign[first].spam_at is not None and by_campaign[second].spam_at is None
 
 
