@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from app.mail import (
     automation_routes,
+    bounce_routes,
     campaign_routes,
     contact_routes,
     field_routes,
@@ -30,6 +31,7 @@ mail_routers: list[APIRouter] = [
         hosted_form_routes,
         suppression_routes,
         tracking_routes,
+        bounce_routes,
     )
 ]
 mail_router = APIRouter()
