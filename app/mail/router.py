@@ -14,6 +14,7 @@ from app.mail import (
     list_routes,
     me_routes,
     tracking_routes,
+    webhook_routes,
 )
 
 mail_routers: list[APIRouter] = [
@@ -28,6 +29,7 @@ mail_routers: list[APIRouter] = [
         field_routes,
         hosted_form_routes,
         tracking_routes,
+        webhook_routes,
     )
 ]
 mail_router = APIRouter()
