@@ -239,6 +239,13 @@ class ContactActivityOut(BaseModel):
     deliverables: Page[DeliverableActivity]
 
 
+class WebhookAnswer(BaseModel):
+    """Reports applied, and those ignored: about no email sent, or no bounce, complaint or unsubscribe."""
+
+    processed: int
+    ignored: int
+
+
 class WebhookOut(Out):
     """An account webhook (beyond SendFox). `secret` signs every delivery (Standard Webhooks)."""
 
