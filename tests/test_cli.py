@@ -360,7 +360,9 @@ def test_users_create_sets_a_daily_send_limit(place: Place) -> None:
 
 def test_worker_once_sends_what_is_due_and_exits(place: Place) -> None:
     out = ok(place.run("worker", "--once"))
-    assert re.fullmatch(r"sent \d+ emails, polled \d+ feeds, ran \d+ watch runs, delivered \d+ webhook events\n", out), out
+    assert re.fullmatch(
+        r"sent \d+ emails, polled \d+ feeds, ran \d+ watch runs, delivered \d+ webhook events\n", out
+    ), out
 
 
 def test_worker_logs_json_lines_when_asked(place: Place) -> None:
