@@ -177,8 +177,8 @@ def seed(url: str, opens: int) -> tuple[str, list[int]]:
             )
             conn.execute(
                 text(
-                    "UPDATE campaigns SET sent_at = now() at time zone 'utc', finished_at = now() at time zone 'utc'"
-                    " WHERE id = :c"
+                    "UPDATE campaigns SET sent_at = now() at time zone 'utc',"
+                    " finished_at = now() at time zone 'utc' WHERE id = :c"
                 ),
                 {"c": campaign_id},
             )
