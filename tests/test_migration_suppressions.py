@@ -18,7 +18,7 @@ from app.identity.accounts import create_user
 from app.migrate import alembic_config
 from app.models import Campaign, Contact, Deliverable, Suppression
 
-BEFORE = "2026_11_23_undated_seen"
+BEFORE = "2026_11_25_account_webhooks"
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 

@@ -16,6 +16,7 @@ from app.mail import (
     me_routes,
     suppression_routes,
     tracking_routes,
+    webhook_routes,
 )
 
 mail_routers: list[APIRouter] = [
@@ -32,6 +33,7 @@ mail_routers: list[APIRouter] = [
         suppression_routes,
         tracking_routes,
         bounce_routes,
+        webhook_routes,
     )
 ]
 mail_router = APIRouter()

@@ -5,7 +5,7 @@ on its account's list, deleted contacts too: the list is what keeps a re-importe
 sent to again.
 
 Revision ID: 2026_11_25_suppressions
-Revises: 2026_11_23_undated_seen
+Revises: 2026_11_25_account_webhooks
 Create Date: 2026-11-25 14:30:00.000000
 """
 
@@ -19,7 +19,7 @@ from alembic import op
 import app.models.base
 
 revision: str = '2026_11_25_suppressions'
-down_revision: str | None = '2026_11_23_undated_seen'
+down_revision: str | None = '2026_11_25_account_webhooks'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
