@@ -217,8 +217,7 @@ def claim_batch(
     _cancel_unreachable(session, rows, now)
     lease_until = now + limits.lease
     fields = custom_fields_of(session, [row[3] for row in rows if row[-1]]) if load_fields else {}
-    candidates = _claims_of(rows, fields, lease_until)
-    allowed, deferred = _apply_account_limits(session, candidates, now, limits)
+    allowed, deferred = _apply_account_limits(session, _claims_of(rows, fields, lease_until), now, limits)
     _defer(session, deferred, now)
     if not allowed:
         return []
@@ -262,7 +261,7 @@ def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
     sendable = and_(
         Contact.deleted_at.is_(None), Contact.unsubscribed_at.is_(None), Contact.bounced_at.is_(None)
     )
-    rows = session.execute(
+    return session.execute(
         select(
             head.c.id,
             head.c.account_id,
@@ -277,7 +276,6 @@ def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
         .join(Contact, Contact.id == head.c.contact_id)
         .order_by(head.c.send_after, head.c.id)
     ).all()
-    return rows
 
 
 def _cancel_unreachable(session: Session, rows: Sequence[Any], now: datetime) -> None:
@@ -297,7 +295,7 @@ def _claims_of(
 ) -> list[Claimed]:
     """What to send for each row whose contact can still receive."""
     # Unpacked by position: named access to 200 rows' columns costs more than the rest of this loop.
-    candidates = [
+    return [
         Claimed(
             row_id,
             account,
@@ -313,7 +311,6 @@ def _claims_of(
         for row_id, account, campaign, contact, tries, email, first, last, sendable in rows
         if sendable
     ]
-    return candidates
 
 
 def _defer(session: Session, deferred: list[tuple[int, datetime]], now: datetime) -> None:
