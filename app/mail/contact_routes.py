@@ -22,8 +22,8 @@ router = APIRouter(tags=["Contacts"])
 @router.get("/contacts", response_model=Page[ContactOut], summary="List contacts")
 async def list_contacts(request: Request, principal: PaidMailUser, raw: MailInput) -> Response:
     # No SessionDep: the hot path (PostgreSQL, no filters) needs no session, and the other opens a
-    # read-only one of its own in a worker thread.
-    # Filtered listings keep the session executor: PostgreSQL spaces the JSON it builds unlike orjson.
+    # read-only one of its own in a worker thread. Filtered listings keep the session executor, as
+    # before: the JSON PostgreSQL builds is spaced unlike orjson's.
     listing = contact_service.contacts_listing(principal.account, validate(ContactFilter, raw, status=422))
     pool = request.app.state.async_pool
     if pool is not None and listing.shape == contact_service.UNFILTERED:
@@ -67,10 +67,8 @@ def list_unsubscribed(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> Response:
     filters = validate(ContactFilter, raw, status=422)
-    unsubscribed = ContactFilter(query=filters.query, unsubscribed=True)
-    return contact_service.contacts_page(
-        session, request, contact_service.contacts_listing(principal.account, unsubscribed)
-    )
+    listing = contact_service.unsubscribed_listing(principal.account, filters)
+    return contact_service.contacts_page(session, request, listing)
 
 
 @router.get(

@@ -354,6 +354,11 @@ def contacts_listing(
     return ContactsListing(shape, values, total=account.contacts_count, anchor_key=anchor_key)
 
 
+def unsubscribed_listing(account: AccountInfo, filters: ContactFilter) -> ContactsListing:
+    """GET /contacts/unsubscribed: the unsubscribed live contacts, searched by `query` alone."""
+    return contacts_listing(account, ContactFilter(query=filters.query, unsubscribed=True))
+
+
 class ContactsSql:
     """The statements of one listing shape: its count, its first page, the id at an offset and the
     page from a first id (ordered by id), and the same as psycopg SQL with each page as JSON text."""
