@@ -4,6 +4,7 @@ dropped afterwards. The tests' usual rolled-back transaction is invisible to oth
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,10 +16,11 @@ from app.migrate import upgrade_to_head
 
 @contextmanager
 def scratch_database(database_url: str, suffix: str) -> Iterator[str]:
-    """The URL of a fresh, migrated database named after the test database and `suffix` (so that test
-    runs against different databases of one server do not meet)."""
+    """The URL of a fresh, migrated database named after the test database, `suffix` and the xdist
+    worker (so that test runs against different databases of one server, and the workers of one run,
+    do not meet)."""
     base = make_url(database_url)
-    name = f"{base.database}_{suffix}"
+    name = f"{base.database}_{suffix}_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
     admin = create_engine(base.set(database="postgres"), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
