@@ -77,6 +77,12 @@ class Settings(BaseSettings):
     bounce_stop_min_sent: int = 50
     # Shared secret of POST /webhooks/bounces (`Authorization: Bearer ...`); empty turns the route off.
     bounce_webhook_secret: str = ""
+    # The bounce mailbox (docs/deliverability.md): with a domain, every email's envelope sender is
+    # `bounces+<signed deliverable token>@<domain>`, and DSNs to it reach `tidings bounces ingest` or the
+    # IMAP mailbox the worker polls (imaps://user:pass@host:993/INBOX) every bounce_imap_interval seconds.
+    bounce_domain: str = ""
+    bounce_imap_url: str = ""
+    bounce_imap_interval: Annotated[float, Field(gt=0)] = 60.0
     send_batch_size: int = 200
     # SMTP connections each worker keeps open and sends on at once.
     send_concurrency: int = 8
