@@ -26,9 +26,11 @@ and ignored here.
 
 from __future__ import annotations
 
+import base64
 import email
 import email.policy
 import logging
+import quopri
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -54,6 +56,7 @@ MAX_MESSAGE_BYTES = 1024 * 1024
 VERP_ADDRESS = re.compile(re.escape(VERP_PREFIX) + r"([0-9A-Za-z-]{1,40})@", re.IGNORECASE)
 STATUS = re.compile(r"\b([245])\.\d{1,3}\.\d{1,3}\b")
 # Headers of the DSN, then of the returned message, where MTAs write the address a message came to.
+COPIED_MESSAGE_ID = re.compile(r"^Message-ID:[ \t]*(<[^<>\s]{1,900}>)", re.IGNORECASE | re.MULTILINE)
 RECIPIENT_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "X-Envelope-To", "To", "Return-Path")
 
 Kind = Literal["hard", "soft", "complaint", "none"]
@@ -95,7 +98,7 @@ def read_dsn(message: Message, tokens: MailTokens, envelope_recipients: Sequence
     """Classify a message and find what names its email; no database."""
     verp = _verp_deliverable(tokens, _recipient_candidates(message, envelope_recipients))
     original = _original_headers(message)
-    message_id = original.get("Message-ID") if original is not None else None
+    message_id = original.get("Message-ID") if original is not None else _message_id_in_text(message)
     report_type = message.get_param("report-type")
     if (
         message.get_content_type() == "multipart/report"
@@ -184,6 +187,20 @@ def _original_headers(message: Message) -> Message | None:
     return None
 
 
+def _message_id_in_text(message: Message) -> str | None:
+    """The returned message's Message-ID in a bounce that copies it as text below its own words
+    (Exim's "------ This is a copy of the message", qmail's "--- Below this line")."""
+    for part in message.walk():
+        if part.get_content_type() != "text/plain":
+            continue
+        body = part.get_payload(decode=True)
+        if isinstance(body, bytes):
+            match = COPIED_MESSAGE_ID.search(body.decode("utf-8", "replace"))
+            if match is not None:
+                return match.group(1)
+    return None
+
+
 def _status_of(message: Message) -> tuple[Kind, str | None]:
     """The worst outcome among the recipient blocks of the delivery-status parts; flufl.bounce's
     detectors for a bounce without one."""
@@ -227,17 +244,32 @@ def _status_of(message: Message) -> tuple[Kind, str | None]:
 def _status_blocks(part: Message) -> list[Message]:
     """The per-recipient field blocks of a message/delivery-status part (the first is per-message)."""
     payload = part.get_payload()
-    if isinstance(payload, list):
+    encoding = str(part.get("Content-Transfer-Encoding", "")).strip().lower()
+    if isinstance(payload, list) and encoding not in ("base64", "quoted-printable"):
         blocks = [block for block in payload if isinstance(block, Message)]
-    else:  # some MTAs encode the part, which leaves it unparsed
-        data = part.get_payload(decode=True)
-        text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(payload)
+    else:  # Exchange encodes the part in base64, which the parser leaves (or parses as) undecoded text
+        if isinstance(payload, list):
+            payload = "\n".join(block.as_string() for block in payload if isinstance(block, Message))
+        data = _decoded(payload, encoding)
+        text = data.decode("utf-8", "replace")
         blocks = [
             email.message_from_string(chunk.strip() + "\n", policy=email.policy.compat32)
             for chunk in re.split(r"\r?\n\s*\r?\n", text)
             if chunk.strip()
         ]
     return [block for block in blocks if block.get("Action") or block.get("Status")]
+
+
+def _decoded(payload: object, encoding: str) -> bytes:
+    text = str(payload)
+    try:
+        if encoding == "base64":
+            return base64.b64decode("".join(text.split()), validate=False)
+        if encoding == "quoted-printable":
+            return quopri.decodestring(text.encode("ascii", "replace"))
+    except ValueError:
+        return b""
+    return text.encode("utf-8", "replace")
 
 
 def _bare(message_id: str | None) -> str:

@@ -1,0 +1,312 @@
+"""The bounce mailbox (VERP): a campaign sent by a real `tidings worker` to the loopback SMTP server
+carries the signed VERP envelope sender when TIDINGS_BOUNCE_DOMAIN is set and the plain sender when not;
+DSNs in each MTA's own layout, piped into the real `tidings bounces ingest`, mark the right deliverable
+(hard for 5.x.x, soft for 4.x.x) and nothing else; the exit status is what Postfix's pipe(8) reads."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy.orm import Session
+
+from app.identity.accounts import create_user
+from app.kit.time import utcnow
+from app.mail.bounce_mailbox import parse_message, read_dsn
+from app.mail.sending.tokens import MailTokens
+from app.models import Account, Campaign, CampaignList, Contact, Deliverable, ListMembership
+from app.models import ContactList
+from tests.mail import dsn_samples
+from tests.processes import SECRET_KEY, environment, tidings_script
+from tests.smtp_sink import running_sink
+
+BOUNCE_DOMAIN = "bounces.example.org"
+FROM_EMAIL = "news@example.com"
+BASE = "https://mail.example.org"
+Sample = Callable[[str, str, str], bytes]
+
+
+@dataclass(frozen=True)
+class Email:
+    deliverable_id: int
+    contact_id: int
+    address: str
+    mail_from: str
+    message_id: str
+
+
+@dataclass
+class Sent:
+    database_url: str
+    var_dir: Path
+    emails: list[Email]
+    # The addresses whose email a test already used (each test takes fresh ones).
+    taken: int = 0
+
+    def take(self) -> Email:
+        email = self.emails[self.taken]
+        self.taken += 1
+        return email
+
+
+def committed_campaign(engine: Engine, prefix: str, recipients: int) -> tuple[int, int]:
+    """An account and a campaign due now to `recipients` contacts, committed for other processes."""
+    now = utcnow()
+    with Session(engine) as session:
+        user = create_user(session, email=f"{prefix}-owner@example.com", name="V", contact_limit=1000)
+        readers = ContactList(account_id=user.account_id, user_id=user.id, name="Readers")
+        session.add(readers)
+        session.flush()
+        addresses = [f"{prefix}{n:02d}@example.net" for n in range(recipients)]
+        session.execute(
+            insert(Contact),
+            [{"account_id": user.account_id, "email": a, "email_key": a} for a in addresses],
+        )
+        ids = session.scalars(select(Contact.id).where(Contact.account_id == user.account_id)).all()
+        session.execute(
+            insert(ListMembership), [{"list_id": readers.id, "contact_id": i, "created_at": now} for i in ids]
+        )
+        campaign = Campaign(
+            account_id=user.account_id,
+            title="Hello",
+            subject="Hello",
+            html='<p>Hi {{ first_name | "there" }}</p><a href="https://example.com/">Read</a>',
+            from_name="Tidings",
+            from_email=FROM_EMAIL,
+            scheduled_at=now,
+        )
+        session.add(campaign)
+        session.flush()
+        session.add(CampaignList(campaign_id=campaign.id, list_id=readers.id))
+        session.commit()
+        return user.account_id, campaign.id
+
+
+def drop_account(engine: Engine, account_id: int) -> None:
+    with Session(engine) as session:
+        session.execute(delete(Account).where(Account.id == account_id))
+        session.commit()
+
+
+def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple[str, str, str]]:
+    """Runs the real `tidings worker --once` into a loopback SMTP server: (MAIL FROM, RCPT TO,
+    Message-ID) of each email received."""
+    with running_sink() as sink:
+        done = subprocess.run(
+            [tidings_script(), "worker", "--once"],
+            env=environment(database_url, var_dir, BASE, TIDINGS_SMTP_URL=sink.url, **env),
+            capture_output=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr.decode()[-3000:]
+        assert b"Traceback" not in done.stderr, done.stderr.decode()[-3000:]
+        with sink.lock:
+            return [(r.sender, r.recipients[0], str(r.message["Message-ID"])) for r in sink.received]
+
+
+@pytest.fixture(scope="module")
+def sent(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sent]:
+    """One campaign to 16 contacts, sent with TIDINGS_BOUNCE_DOMAIN by a real worker process."""
+    account_id, campaign_id = committed_campaign(engine, "verp", 16)
+    var_dir = tmp_path_factory.mktemp("verp") / "var"
+    try:
+        received = send_with_worker(database_url, var_dir, TIDINGS_BOUNCE_DOMAIN=BOUNCE_DOMAIN)
+        with Session(engine) as session:
+            rows = {
+                row.email_key: row
+                for row in session.execute(
+                    select(Deliverable.id, Deliverable.contact_id, Deliverable.message_id, Contact.email_key)
+                    .join(Contact, Contact.id == Deliverable.contact_id)
+                    .where(Deliverable.campaign_id == campaign_id)
+                )
+            }
+        emails = []
+        for mail_from, rcpt, message_id in sorted(received, key=lambda r: r[1]):
+            row = rows[rcpt]
+            assert row.message_id == message_id
+            emails.append(Email(row.id, row.contact_id, rcpt, mail_from, message_id))
+        assert len(emails) == 16
+        yield Sent(database_url, var_dir, emails)
+    finally:
+        drop_account(engine, account_id)
+
+
+@dataclass(frozen=True)
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def ingest(sent: Sent, dsn: bytes, *args: str, **env: str) -> Done:
+    """`tidings bounces ingest` as Postfix's pipe(8) runs it: the message on standard input."""
+    done = subprocess.run(
+        [tidings_script(), "bounces", "ingest", *args],
+        input=dsn,
+        env=environment(sent.database_url, sent.var_dir, BASE, TIDINGS_BOUNCE_DOMAIN=BOUNCE_DOMAIN, **env),
+        capture_output=True,
+        timeout=60,
+    )
+    return Done(done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+def state_of(engine: Engine, email: Email) -> tuple[str, bool, bool]:
+    """(deliverable state, deliverable bounced, contact bounced)."""
+    with Session(engine) as session:
+        deliverable = session.get(Deliverable, email.deliverable_id)
+        contact = session.get(Contact, email.contact_id)
+        assert deliverable is not None and contact is not None
+        return deliverable.state, deliverable.bounced_at is not None, contact.bounced_at is not None
+
+
+def test_each_email_leaves_with_its_own_signed_verp_sender(sent: Sent) -> None:
+    tokens = MailTokens(SECRET_KEY)
+    senders = set()
+    for email in sent.emails:
+        local, _, domain = email.mail_from.partition("@")
+        assert domain == BOUNCE_DOMAIN
+        assert local == f"bounces+{tokens.verp_token(email.deliverable_id)}"
+        assert local == local.lower()
+        assert tokens.read_verp(local.removeprefix("bounces+")) == email.deliverable_id
+        senders.add(email.mail_from)
+    assert len(senders) == len(sent.emails)
+    # Signed with the secret key: another key reads none of them.
+    assert MailTokens("another-secret-key-long-enough-to-sign").read_verp(
+        sent.emails[0].mail_from.split("+")[1].split("@")[0]
+    ) is None
+
+
+def test_without_a_bounce_domain_the_envelope_sender_is_the_campaigns(
+    database_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    account_id, _ = committed_campaign(engine, "plain", 3)
+    try:
+        received = send_with_worker(database_url, tmp_path / "var")
+    finally:
+        drop_account(engine, account_id)
+    assert [mail_from for mail_from, _, _ in received] == [FROM_EMAIL] * 3
+
+
+@pytest.mark.parametrize(
+    ("sample", "status"),
+    [
+        (dsn_samples.postfix, "5.1.1"),
+        (dsn_samples.gmail, "5.1.1"),
+        (dsn_samples.exchange, "5.1.10"),
+        (dsn_samples.exim, None),
+    ],
+    ids=["postfix", "gmail", "exchange", "exim"],
+)
+def test_a_permanent_failure_hard_bounces_its_deliverable_only(
+    sent: Sent, engine: Engine, sample: Sample, status: str | None
+) -> None:
+    email, neighbour = sent.take(), sent.take()
+    done = ingest(sent, sample(email.mail_from, email.address, email.message_id))
+    assert done.returncode == 0, done.stderr
+    shown = f" ({status})" if status else ""
+    assert done.stdout.strip() == f"hard bounce{shown} of deliverable {email.deliverable_id}"
+    assert state_of(engine, email) == ("bounced", True, True)
+    assert state_of(engine, neighbour) == ("sent", False, False)
+    # A repeated DSN (the MTA retried the pipe) changes nothing and still exits 0.
+    again = ingest(sent, sample(email.mail_from, email.address, email.message_id))
+    assert again.returncode == 0, again.stderr
+    assert state_of(engine, email) == ("bounced", True, True)
+
+
+def test_a_delay_is_a_soft_bounce_that_marks_nothing(sent: Sent, engine: Engine) -> None:
+    email = sent.take()
+    done = ingest(sent, dsn_samples.postfix_delay(email.mail_from, email.address, email.message_id))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"soft bounce (4.4.1) of deliverable {email.deliverable_id}"
+    assert state_of(engine, email) == ("sent", False, False)
+
+
+def test_the_envelope_recipient_argument_names_the_email_when_the_headers_lost_it(
+    sent: Sent, engine: Engine
+) -> None:
+    """A DSN whose To was rewritten (an alias) and whose returned headers lack the Return-Path: only the
+    address Postfix passes as ${recipient} (lowercased by some MTA on the way) still names the email."""
+    email, other = sent.take(), sent.take()
+    dsn = dsn_samples.exchange("bounces@" + BOUNCE_DOMAIN, email.address, "<elsewhere@example.org>")
+    done = ingest(sent, dsn, "--recipient", email.mail_from.upper())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"hard bounce (5.1.10) of deliverable {email.deliverable_id}"
+    assert state_of(engine, email) == ("bounced", True, True)
+    assert state_of(engine, other) == ("sent", False, False)
+
+
+def test_without_a_verp_address_the_returned_message_id_names_the_email(sent: Sent, engine: Engine) -> None:
+    email = sent.take()
+    plain = f"bounces@{BOUNCE_DOMAIN}"
+    done = ingest(sent, dsn_samples.postfix(plain, email.address, email.message_id, to=plain))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"hard bounce (5.1.1) of deliverable {email.deliverable_id}"
+    assert state_of(engine, email) == ("bounced", True, True)
+
+
+def test_forged_or_foreign_bounces_change_nothing(sent: Sent, engine: Engine) -> None:
+    email = sent.take()
+    deliverable_id = email.deliverable_id
+    forged = f"bounces+{deliverable_id}-{'0' * 12}@{BOUNCE_DOMAIN}"
+    samples = [
+        # A VERP address with a wrong signature, and a Message-ID Tidings never sent for it.
+        dsn_samples.postfix(forged, email.address, f"<{deliverable_id}.1.00000000@mail.example.org>"),
+        # No VERP address, and only the recipient's address: not trusted on its own.
+        dsn_samples.postfix(f"news@{BOUNCE_DOMAIN}", email.address, "<other@example.org>"),
+    ]
+    for dsn in samples:
+        done = ingest(sent, dsn)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "ignored: a hard bounce naming no email sent by Tidings"
+    for dsn, said in [
+        (dsn_samples.human_reply(email.mail_from), "ignored: not a bounce"),
+        (dsn_samples.complaint(email.mail_from, email.address, email.message_id), "ignored: a complaint"),
+        (b"\x00\xff not a message at all", "ignored: not a bounce"),
+        (b"", "ignored: not a bounce"),
+    ]:
+        done = ingest(sent, dsn)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().startswith(said)
+    assert state_of(engine, email) == ("sent", False, False)
+
+
+def test_an_unreachable_database_is_a_temporary_failure_for_postfix_to_retry(
+    sent: Sent, tmp_path: Path
+) -> None:
+    email = sent.take()
+    dsn = dsn_samples.postfix(email.mail_from, email.address, email.message_id)
+    for unreachable in (
+        "postgresql+psycopg://postgres@127.0.0.1:9/tidings",  # the discard port: nothing listens
+        f"sqlite:///{tmp_path}/no/such/folder/tidings.db",
+    ):
+        done = ingest(sent, dsn, TIDINGS_DATABASE_URL=unreachable)
+        assert done.returncode == 75, (done.stdout, done.stderr)
+        assert "try again later" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_each_sample_reads_the_same_whatever_its_wording() -> None:
+    """The reading itself, without a database: the kind, the status and the VERP deliverable."""
+    tokens = MailTokens(SECRET_KEY)
+    verp = f"bounces+{tokens.verp_token(42)}@{BOUNCE_DOMAIN}"
+    message_id = "<42.7.0a1b2c3d@mail.example.org>"
+    expected = {
+        dsn_samples.postfix: ("hard", "5.1.1"),
+        dsn_samples.gmail: ("hard", "5.1.1"),
+        dsn_samples.exchange: ("hard", "5.1.10"),
+        dsn_samples.exim: ("hard", None),
+        dsn_samples.postfix_delay: ("soft", "4.4.1"),
+        dsn_samples.complaint: ("complaint", None),
+    }
+    for sample, (kind, status) in expected.items():
+        dsn = read_dsn(parse_message(sample(verp, "ann@example.net", message_id)), tokens)
+        assert (dsn.kind, dsn.status, dsn.verp_deliverable_id, dsn.message_id) == (
+            kind,
+            status,
+            42,
+            message_id,
+        ), sample.__name__
