@@ -18,8 +18,7 @@ from app.identity.accounts import create_user
 from app.kit.time import utcnow
 from app.mail.bounce_mailbox import parse_message, read_dsn
 from app.mail.sending.tokens import MailTokens
-from app.models import Account, Campaign, CampaignList, Contact, Deliverable, ListMembership
-from app.models import ContactList
+from app.models import Account, Campaign, CampaignList, Contact, ContactList, Deliverable, ListMembership
 from tests.mail import dsn_samples
 from tests.processes import SECRET_KEY, environment, tidings_script
 from tests.smtp_sink import running_sink
@@ -175,9 +174,12 @@ def test_each_email_leaves_with_its_own_signed_verp_sender(sent: Sent) -> None:
         senders.add(email.mail_from)
     assert len(senders) == len(sent.emails)
     # Signed with the secret key: another key reads none of them.
-    assert MailTokens("another-secret-key-long-enough-to-sign").read_verp(
-        sent.emails[0].mail_from.split("+")[1].split("@")[0]
-    ) is None
+    assert (
+        MailTokens("another-secret-key-long-enough-to-sign").read_verp(
+            sent.emails[0].mail_from.split("+")[1].split("@")[0]
+        )
+        is None
+    )
 
 
 def test_without_a_bounce_domain_the_envelope_sender_is_the_campaigns(
