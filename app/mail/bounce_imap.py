@@ -111,7 +111,17 @@ class BounceMailboxJobs:
         return [("bounce mailbox poll", self.interval, self.poll)]
 
     async def poll(self) -> int:
-        return await asyncio.to_thread(self.poll_once)
+        try:
+            return await asyncio.to_thread(self.poll_once)
+        except (OSError, imaplib.IMAP4.error) as exc:
+            # The mailbox's trouble (down, a refused login): one line, not a traceback, every round.
+            log.warning(
+                "bounce mailbox poll of %s failed; retrying in %.1f s: %s",
+                self.mailbox.describe(),
+                self.interval,
+                exc,
+            )
+            return 0
 
     def poll_once(self) -> int:
         """One round: the number of messages read, POLL_BATCH when more may be waiting."""

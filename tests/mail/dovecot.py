@@ -124,10 +124,10 @@ service anvil {{
     )
     (directory / "state").mkdir()
     config = str(directory / "dovecot.conf")
-    started = subprocess.run([DOVECOT, "-c", config], capture_output=True, text=True, timeout=30)
     server = Dovecot(port, directory)
-    if started.returncode != 0:
-        pytest.fail(f"Dovecot did not start: {started.stderr}\n{server.log()}")
+    # In the foreground (-F): the test owns the master process and stops it by its pid.
+    with (directory / "master.out").open("wb") as out:
+        master = subprocess.Popen([DOVECOT, "-F", "-c", config], stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -135,14 +135,16 @@ service anvil {{
                 server.client().logout()
                 break
             except (OSError, imaplib.IMAP4.error):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"Dovecot does not answer on port {port}:\n{server.log()}")
+                if master.poll() is not None or time.monotonic() > deadline:
+                    output = (directory / "master.out").read_text(errors="replace")
+                    pytest.fail(f"Dovecot does not answer on port {port}:\n{output}\n{server.log()}")
                 time.sleep(0.1)
         yield server
     finally:
-        subprocess.run([DOVECOT, "-c", config, "stop"], capture_output=True, timeout=30)
-        pid_file = directory / "run" / "master.pid"
-        deadline = time.monotonic() + 10
-        while pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        master.terminate()  # the master stops its own children
+        try:
+            master.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            master.kill()
+            master.wait()
         shutil.rmtree(directory, ignore_errors=True)
