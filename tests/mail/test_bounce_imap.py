@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import Engine
 
 from tests.mail import dsn_samples
+from tests.mail.conftest import BOUNCE_DOMAIN, Sent, state_of
 from tests.mail.dovecot import Dovecot, running_dovecot
-from tests.mail.test_bounce_mailbox import BOUNCE_DOMAIN, Sent, sent, state_of  # noqa: F401 (the fixture)
 from tests.processes import shipped_worker
 from tests.shipped import wait_until
 
@@ -36,7 +36,7 @@ def test_the_worker_reads_dsns_from_the_imap_mailbox(sent: Sent, engine: Engine,
         TIDINGS_BOUNCE_IMAP_URL=dovecot.url,
         TIDINGS_BOUNCE_IMAP_INTERVAL="0.5",
     ) as worker:
-        wait_until(lambda: state_of(engine, hard) == ("bounced", True, True), "the hard bounce applied", worker)
+        wait_until(lambda: state_of(engine, hard) == ("bounced", True, True), "the hard bounce", worker)
         # The two bounces are expunged; the reply stays, seen.
         wait_until(lambda: len(dovecot.flags()) == 1, "the bounces deleted from the mailbox", worker)
         assert "\\Seen" in dovecot.flags()[0]
@@ -45,7 +45,7 @@ def test_the_worker_reads_dsns_from_the_imap_mailbox(sent: Sent, engine: Engine,
         # A bounce arriving later is read by a later poll.
         late = sent.take()
         dovecot.deliver(dsn_samples.exchange(late.mail_from, late.address, late.message_id))
-        wait_until(lambda: state_of(engine, late) == ("bounced", True, True), "the late bounce applied", worker)
+        wait_until(lambda: state_of(engine, late) == ("bounced", True, True), "the late bounce", worker)
         wait_until(lambda: len(dovecot.flags()) == 1, "the late bounce deleted", worker)
     log = worker.output()
     assert f"hard bounce (5.1.1) of deliverable {hard.deliverable_id}" in log
@@ -65,5 +65,5 @@ def test_a_mailbox_that_refuses_the_login_is_logged_and_retried(
         TIDINGS_BOUNCE_IMAP_URL=wrong,
         TIDINGS_BOUNCE_IMAP_INTERVAL="0.5",
     ) as worker:
-        wait_until(lambda: worker.output().count("bounce mailbox poll") >= 2, "two failed polls logged", worker)
+        wait_until(lambda: worker.output().count("bounce mailbox poll") >= 2, "two failed polls", worker)
     assert "wrong-password" not in worker.output()

@@ -6,132 +6,27 @@ DSNs in each MTA's own layout, piped into the real `tidings bounces ingest`, mar
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, delete, insert, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine
 
-from app.identity.accounts import create_user
-from app.kit.time import utcnow
 from app.mail.bounce_mailbox import parse_message, read_dsn
 from app.mail.sending.tokens import MailTokens
-from app.models import Account, Campaign, CampaignList, Contact, ContactList, Deliverable, ListMembership
 from tests.mail import dsn_samples
+from tests.mail.conftest import (
+    BASE,
+    BOUNCE_DOMAIN,
+    FROM_EMAIL,
+    Sample,
+    Sent,
+    committed_campaign,
+    drop_account,
+    send_with_worker,
+    state_of,
+)
 from tests.processes import SECRET_KEY, environment, tidings_script
-from tests.smtp_sink import running_sink
-
-BOUNCE_DOMAIN = "bounces.example.org"
-FROM_EMAIL = "news@example.com"
-BASE = "https://mail.example.org"
-Sample = Callable[[str, str, str], bytes]
-
-
-@dataclass(frozen=True)
-class Email:
-    deliverable_id: int
-    contact_id: int
-    address: str
-    mail_from: str
-    message_id: str
-
-
-@dataclass
-class Sent:
-    database_url: str
-    var_dir: Path
-    emails: list[Email]
-    # The addresses whose email a test already used (each test takes fresh ones).
-    taken: int = 0
-
-    def take(self) -> Email:
-        email = self.emails[self.taken]
-        self.taken += 1
-        return email
-
-
-def committed_campaign(engine: Engine, prefix: str, recipients: int) -> tuple[int, int]:
-    """An account and a campaign due now to `recipients` contacts, committed for other processes."""
-    now = utcnow()
-    with Session(engine) as session:
-        user = create_user(session, email=f"{prefix}-owner@example.com", name="V", contact_limit=1000)
-        readers = ContactList(account_id=user.account_id, user_id=user.id, name="Readers")
-        session.add(readers)
-        session.flush()
-        addresses = [f"{prefix}{n:02d}@example.net" for n in range(recipients)]
-        session.execute(
-            insert(Contact),
-            [{"account_id": user.account_id, "email": a, "email_key": a} for a in addresses],
-        )
-        ids = session.scalars(select(Contact.id).where(Contact.account_id == user.account_id)).all()
-        session.execute(
-            insert(ListMembership), [{"list_id": readers.id, "contact_id": i, "created_at": now} for i in ids]
-        )
-        campaign = Campaign(
-            account_id=user.account_id,
-            title="Hello",
-            subject="Hello",
-            html='<p>Hi {{ first_name | "there" }}</p><a href="https://example.com/">Read</a>',
-            from_name="Tidings",
-            from_email=FROM_EMAIL,
-            scheduled_at=now,
-        )
-        session.add(campaign)
-        session.flush()
-        session.add(CampaignList(campaign_id=campaign.id, list_id=readers.id))
-        session.commit()
-        return user.account_id, campaign.id
-
-
-def drop_account(engine: Engine, account_id: int) -> None:
-    with Session(engine) as session:
-        session.execute(delete(Account).where(Account.id == account_id))
-        session.commit()
-
-
-def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple[str, str, str]]:
-    """Runs the real `tidings worker --once` into a loopback SMTP server: (MAIL FROM, RCPT TO,
-    Message-ID) of each email received."""
-    with running_sink() as sink:
-        done = subprocess.run(
-            [tidings_script(), "worker", "--once"],
-            env=environment(database_url, var_dir, BASE, TIDINGS_SMTP_URL=sink.url, **env),
-            capture_output=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr.decode()[-3000:]
-        assert b"Traceback" not in done.stderr, done.stderr.decode()[-3000:]
-        with sink.lock:
-            return [(r.sender, r.recipients[0], str(r.message["Message-ID"])) for r in sink.received]
-
-
-@pytest.fixture(scope="module")
-def sent(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sent]:
-    """One campaign to 16 contacts, sent with TIDINGS_BOUNCE_DOMAIN by a real worker process."""
-    account_id, campaign_id = committed_campaign(engine, "verp", 16)
-    var_dir = tmp_path_factory.mktemp("verp") / "var"
-    try:
-        received = send_with_worker(database_url, var_dir, TIDINGS_BOUNCE_DOMAIN=BOUNCE_DOMAIN)
-        with Session(engine) as session:
-            rows = {
-                row.email_key: row
-                for row in session.execute(
-                    select(Deliverable.id, Deliverable.contact_id, Deliverable.message_id, Contact.email_key)
-                    .join(Contact, Contact.id == Deliverable.contact_id)
-                    .where(Deliverable.campaign_id == campaign_id)
-                )
-            }
-        emails = []
-        for mail_from, rcpt, message_id in sorted(received, key=lambda r: r[1]):
-            row = rows[rcpt]
-            assert row.message_id == message_id
-            emails.append(Email(row.id, row.contact_id, rcpt, mail_from, message_id))
-        assert len(emails) == 16
-        yield Sent(database_url, var_dir, emails)
-    finally:
-        drop_account(engine, account_id)
 
 
 @dataclass(frozen=True)
@@ -151,15 +46,6 @@ def ingest(sent: Sent, dsn: bytes, *args: str, **env: str) -> Done:
         timeout=60,
     )
     return Done(done.returncode, done.stdout.decode(), done.stderr.decode())
-
-
-def state_of(engine: Engine, email: Email) -> tuple[str, bool, bool]:
-    """(deliverable state, deliverable bounced, contact bounced)."""
-    with Session(engine) as session:
-        deliverable = session.get(Deliverable, email.deliverable_id)
-        contact = session.get(Contact, email.contact_id)
-        assert deliverable is not None and contact is not None
-        return deliverable.state, deliverable.bounced_at is not None, contact.bounced_at is not None
 
 
 def test_each_email_leaves_with_its_own_signed_verp_sender(sent: Sent) -> None:
