@@ -10,8 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from sqlalchemy import Engine
 
+from app.config import Settings
+from app.mail.bounce_imap import ImapMailbox
 from app.mail.bounce_mailbox import parse_message, read_dsn
 from app.mail.sending.tokens import MailTokens
 from tests.mail import dsn_samples
@@ -198,3 +201,34 @@ def test_each_sample_reads_the_same_whatever_its_wording() -> None:
             42,
             message_id,
         ), sample.__name__
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("bounce_domain", "bounces example.com"),
+        ("bounce_domain", "bounces@example.com"),
+        ("bounce_imap_url", "pop3://user:pass@mail.example.com/INBOX"),
+        ("bounce_imap_url", "imaps://mail.example.com/INBOX"),  # no user
+    ],
+)
+def test_an_unusable_bounce_setting_is_refused_when_read(setting: str, value: str) -> None:
+    with pytest.raises(ValidationError):
+        Settings(**{setting: value})
+
+
+def test_the_bounce_settings_are_read_as_written() -> None:
+    settings = Settings(
+        bounce_domain=" Bounces.Example.COM. ",
+        bounce_imap_url="imaps://bounces%40example.com:p%3Ass@imap.example.com/Bounces",
+    )
+    assert settings.bounce_domain == "bounces.example.com"
+    mailbox = ImapMailbox.from_url(settings.bounce_imap_url)
+    assert (mailbox.username, mailbox.password, mailbox.host, mailbox.port, mailbox.mailbox) == (
+        "bounces@example.com",
+        "p:ss",
+        "imap.example.com",
+        993,
+        "Bounces",
+    )
+    assert "p:ss" not in mailbox.describe()
