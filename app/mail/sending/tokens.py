@@ -92,9 +92,11 @@ class MailTokens:
         self._open_minter = _Minter(self._open)
         self._click_minter = _Minter(self._click)
         self._unsubscribe_minter = _Minter(self._unsubscribe)
-        self._verp = hmac.new(
-            hashlib.sha256(b"tidings.verp\0" + secret_key.encode("utf-8")).digest(), digestmod="sha256"
-        )
+        # HMAC-SHA256 from its two padded-key states, copied per token (as _Minter does for SHA-1): the
+        # hmac module's own copy costs five times more, once an email.
+        verp_key = hashlib.sha256(b"tidings.verp\0" + secret_key.encode("utf-8")).digest().ljust(64, b"\0")
+        self._verp_inner = hashlib.sha256(bytes(b ^ 0x36 for b in verp_key))
+        self._verp_outer = hashlib.sha256(bytes(b ^ 0x5C for b in verp_key))
 
     def verp_token(self, deliverable_id: int) -> str:
         """What goes after `bounces+` in the envelope sender of the deliverable's email."""
@@ -113,9 +115,11 @@ class MailTokens:
         return deliverable_id
 
     def _verp_mac(self, deliverable_id: int) -> str:
-        mac = self._verp.copy()
-        mac.update(b"%d" % deliverable_id)
-        return mac.hexdigest()[:VERP_MAC_DIGITS]
+        inner = self._verp_inner.copy()
+        inner.update(b"%d" % deliverable_id)
+        outer = self._verp_outer.copy()
+        outer.update(inner.digest())
+        return outer.hexdigest()[:VERP_MAC_DIGITS]
 
     def open_token(self, deliverable_id: int) -> str:
         return self._open_minter.sign(b"%d" % deliverable_id)
