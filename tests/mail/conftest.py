@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from app.identity.accounts import create_user
 from app.kit.time import utcnow
 from app.models import Account, Campaign, CampaignList, Contact, ContactList, Deliverable, ListMembership
+from tests.factories import add_contacts
 from tests.processes import environment, tidings_script
 from tests.smtp_sink import running_sink
 
@@ -52,20 +53,15 @@ def committed_campaign(engine: Engine, prefix: str, recipients: int) -> tuple[in
     now = utcnow()
     with Session(engine) as session:
         user = create_user(session, email=f"{prefix}-owner@example.com", name="V", contact_limit=1000)
-        readers = ContactList(account_id=user.account_id, user_id=user.id, name="Readers")
+        account_id = user.account_id
+        readers = ContactList(account_id=account_id, user_id=user.id, name="Readers")
         session.add(readers)
-        session.flush()
-        addresses = [f"{prefix}{n:02d}@example.net" for n in range(recipients)]
-        session.execute(
-            insert(Contact),
-            [{"account_id": user.account_id, "email": a, "email_key": a} for a in addresses],
-        )
-        ids = session.scalars(select(Contact.id).where(Contact.account_id == user.account_id)).all()
+        ids = add_contacts(session, account_id, recipients, prefix)
         session.execute(
             insert(ListMembership), [{"list_id": readers.id, "contact_id": i, "created_at": now} for i in ids]
         )
         campaign = Campaign(
-            account_id=user.account_id,
+            account_id=account_id,
             title="Hello",
             subject="Hello",
             html='<p>Hi {{ first_name | "there" }}</p><a href="https://example.com/">Read</a>',
@@ -77,7 +73,7 @@ def committed_campaign(engine: Engine, prefix: str, recipients: int) -> tuple[in
         session.flush()
         session.add(CampaignList(campaign_id=campaign.id, list_id=readers.id))
         session.commit()
-        return user.account_id, campaign.id
+        return account_id, campaign.id
 
 
 def drop_account(engine: Engine, account_id: int) -> None:

@@ -65,5 +65,7 @@ def test_a_mailbox_that_refuses_the_login_is_logged_and_retried(
         TIDINGS_BOUNCE_IMAP_URL=wrong,
         TIDINGS_BOUNCE_IMAP_INTERVAL="0.5",
     ) as worker:
-        wait_until(lambda: worker.output().count("bounce mailbox poll") >= 2, "two failed polls", worker)
+        wait_until(
+            lambda: worker.output().count("bounce mailbox poll") >= 2, "two failed polls", worker, patience=60
+        )
     assert "wrong-password" not in worker.output()
