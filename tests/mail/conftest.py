@@ -3,6 +3,7 @@ by a real `tidings worker` into the loopback SMTP server, with TIDINGS_BOUNCE_DO
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -49,7 +50,9 @@ class Sent:
 
 
 def committed_campaign(engine: Engine, prefix: str, recipients: int) -> tuple[int, int]:
-    """An account and a campaign due now to `recipients` contacts, committed for other processes."""
+    """An account and a campaign due now to `recipients` contacts `{prefix}{n}@example.com`, committed
+    for other processes. A prefix of its own per call (`unique`): on a PostgreSQL database that several
+    test processes share, another test's worker may send this campaign, and this one another's."""
     now = utcnow()
     with Session(engine) as session:
         user = create_user(session, email=f"{prefix}-owner@example.com", name="V", contact_limit=1000)
@@ -82,6 +85,10 @@ def drop_account(engine: Engine, account_id: int) -> None:
         session.commit()
 
 
+def unique(name: str) -> str:
+    return f"{name}{secrets.token_hex(3)}x"
+
+
 def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple[str, str, str]]:
     """Runs the real `tidings worker --once` into a loopback SMTP server: (MAIL FROM, RCPT TO,
     Message-ID) of each email received."""
@@ -101,7 +108,8 @@ def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple
 @pytest.fixture(scope="module")
 def sent(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sent]:
     """One campaign to 16 contacts, sent with TIDINGS_BOUNCE_DOMAIN by a real worker process."""
-    account_id, campaign_id = committed_campaign(engine, "verp", 16)
+    prefix = unique("verp")
+    account_id, campaign_id = committed_campaign(engine, prefix, 16)
     var_dir = tmp_path_factory.mktemp("verp") / "var"
     try:
         received = send_with_worker(database_url, var_dir, TIDINGS_BOUNCE_DOMAIN=BOUNCE_DOMAIN)
@@ -116,6 +124,8 @@ def sent(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFac
             }
         emails = []
         for mail_from, rcpt, message_id in sorted(received, key=lambda r: r[1]):
+            if not rcpt.startswith(prefix):
+                continue
             row = rows[rcpt]
             assert row.message_id == message_id
             emails.append(Email(row.id, row.contact_id, rcpt, mail_from, message_id))

@@ -28,6 +28,7 @@ from tests.mail.conftest import (
     drop_account,
     send_with_worker,
     state_of,
+    unique,
 )
 from tests.processes import SECRET_KEY, environment, tidings_script
 
@@ -74,12 +75,13 @@ def test_each_email_leaves_with_its_own_signed_verp_sender(sent: Sent) -> None:
 def test_without_a_bounce_domain_the_envelope_sender_is_the_campaigns(
     database_url: str, engine: Engine, tmp_path: Path
 ) -> None:
-    account_id, _ = committed_campaign(engine, "plain", 3)
+    prefix = unique("plain")
+    account_id, _ = committed_campaign(engine, prefix, 3)
     try:
         received = send_with_worker(database_url, tmp_path / "var")
     finally:
         drop_account(engine, account_id)
-    assert [mail_from for mail_from, _, _ in received] == [FROM_EMAIL] * 3
+    assert [mail_from for mail_from, rcpt, _ in received if rcpt.startswith(prefix)] == [FROM_EMAIL] * 3
 
 
 @pytest.mark.parametrize(
