@@ -6,6 +6,11 @@
   `get`, `add`, `delete`, `flush`, `refresh` and the like on a session or connection. Its queries and
   rules live in the domain's `*_service.py` (or another module without routes).
 - A route module imports no other route module: what two of them share belongs in a service.
+- A route module opens no session of its own: it takes the request's (`SessionDep`, `ReadSessionDep`,
+  `WriteSessionDep`) or, for a write that must stand alone, `side_transaction()`; it reads no session
+  factory and imports no job's `transaction()`.
+- Only `app.main` (which fills it) and `app.state` read `app.state` untyped; the rest go through
+  `app_state()` and `SettingsDep`.
 - `app.kit` imports nothing from `app.models`.
 """
 
@@ -120,6 +125,29 @@ def sql_problems(tree: ast.Module) -> list[str]:
     return [f"line {line}: {problem}" for line, problem in sorted(problems)]
 
 
+def session_problems(tree: ast.Module) -> list[str]:
+    problems: list[tuple[int, str]] = []
+    for line, module, _names in imported_modules(tree):
+        if module == "app.db.transaction":
+            problems.append((line, "imports app.db.transaction"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.endswith("session_factory"):
+            problems.append((node.lineno, f"reads {node.attr}"))
+    return [f"line {line}: {problem}" for line, problem in sorted(problems)]
+
+
+def untyped_state_problems(tree: ast.Module) -> list[str]:
+    """`<anything>.app.state` read as it is, rather than through app_state()."""
+    return [
+        f"line {node.lineno}: reads .app.state"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr == "state"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "app"
+    ]
+
+
 def route_import_problems(tree: ast.Module, route_modules: set[str]) -> list[str]:
     return [
         f"line {line}: imports the route module {module}"
@@ -159,6 +187,22 @@ def test_route_modules_import_no_other_route_module(name: str) -> None:
     assert route_import_problems(MODULES[name], ROUTE_MODULES - {name}) == []
 
 
+@pytest.mark.parametrize("name", sorted(ROUTE_MODULES))
+def test_route_modules_open_no_session_of_their_own(name: str) -> None:
+    assert session_problems(MODULES[name]) == [], f"{name}: take the request's session (app/db.py)"
+
+
+def test_only_main_and_state_read_the_app_state_untyped() -> None:
+    offenders = {
+        name: problems
+        for name, tree in MODULES.items()
+        if name not in {"app.main", "app.state"}
+        for problems in [untyped_state_problems(tree)]
+        if problems
+    }
+    assert offenders == {}
+
+
 def test_kit_imports_nothing_from_the_models() -> None:
     offenders = [
         f"{name} line {line}: {module}"
@@ -188,6 +232,12 @@ def delete_thing(id: int, session: Session) -> None:
     thing = session.get(Thing, id)
     session.scalars(select(Thing)).all()
     request.app.state.read_session.flush()
+
+@router.get("/things")
+def list_things(request: Request) -> Any:
+    from app.db import transaction
+    with transaction(request.app.state.write_session_factory) as session:
+        return thing_service.things(session)
 """
 
 GOOD_ROUTES = """
@@ -223,6 +273,11 @@ def test_the_rules_catch_sql_and_route_imports_in_a_route_module() -> None:
         "line 6: imports the route module app.mail.list_routes",
         "line 7: imports the route module app.mail.contact_routes",
     ]
+    assert session_problems(bad) == [
+        "line 20: imports app.db.transaction",
+        "line 21: reads write_session_factory",
+    ]
+    assert untyped_state_problems(bad) == ["line 16: reads .app.state", "line 21: reads .app.state"]
 
 
 def test_the_rules_let_a_thin_route_module_through() -> None:
@@ -230,4 +285,6 @@ def test_the_rules_let_a_thin_route_module_through() -> None:
     assert declares_routes(good)
     assert sql_problems(good) == []
     assert route_import_problems(good, {"app.mail.contact_routes"}) == []
+    assert session_problems(good) == []
+    assert untyped_state_problems(good) == []
     assert not declares_routes(ast.parse("def helper(session):\n    return session.get(1)\n"))

@@ -9,32 +9,29 @@ from fastapi.concurrency import run_in_threadpool
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
-from app.identity.principal import Principal
 from app.mail import contact_service
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
 from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
 from app.mail.specs import ContactBatch, ContactCreate, ContactFilter, ContactUpdate, EmailOnly
 from app.models import Contact
+from app.state import app_state
 
 router = APIRouter(tags=["Contacts"])
 
 
 @router.get("/contacts", response_model=Page[ContactOut], summary="List contacts")
-async def list_contacts(request: Request, principal: PaidMailUser, raw: MailInput) -> Response:
-    # No SessionDep: the hot path (PostgreSQL, no filters) needs no session, and the other opens a
-    # read-only one of its own in a worker thread.
+async def list_contacts(
+    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> Response:
+    # The hot path (PostgreSQL, no filters) reads with the async pool on the event loop and leaves the
+    # session untouched (closed without I/O); the other reads through the session in a worker thread.
     filters = validate(ContactFilter, raw, status=422)
     filtered = filters.query or filters.email or filters.unsubscribed is not None
-    pool = request.app.state.async_pool
+    pool = app_state(request).async_pool
     if pool is not None and not filtered:
         return await contact_service.account_contacts_page(pool, request, principal.account)
-    return await run_in_threadpool(list_contacts_in_session, request, principal, filters)
-
-
-def list_contacts_in_session(request: Request, principal: Principal, filters: ContactFilter) -> Response:
-    with request.app.state.read_session_factory() as session:
-        return contact_service.contacts_matching(request, session, principal, filters)
+    return await run_in_threadpool(contact_service.contacts_matching, request, session, principal, filters)
 
 
 @router.post(

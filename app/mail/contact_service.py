@@ -37,7 +37,7 @@ from app.db import PsycopgStatement, among, upsert
 from app.identity.dependencies import rate_headers
 from app.identity.principal import AccountInfo, Principal
 from app.kit.errors import DomainError, NotFound, ValidationFailed
-from app.kit.pagination import PageAnchors, page_envelope, parse_page
+from app.kit.pagination import page_envelope, parse_page
 from app.kit.responses import json_response
 from app.kit.time import iso_naive_utc, utcnow
 from app.mail.automation_runs import on_lists_joined
@@ -45,6 +45,7 @@ from app.mail.common import check_list_ids, live_list_ids_among, owned, page_pat
 from app.mail.field_service import set_field_values
 from app.mail.specs import BatchContact, ContactCreate, ContactFieldIn, ContactFilter, ContactUpdate
 from app.models import Account, Campaign, Contact, ContactFieldValue, Deliverable, ListMembership
+from app.state import app_state
 
 CONTACTS_PER_PAGE = 100
 ACTIVITY_PER_PAGE = 100
@@ -289,7 +290,7 @@ def contact_listing(
         Contact.id,
         CONTACTS_PER_PAGE,
         total=total,
-        anchors=request.app.state.page_anchors,
+        anchors=app_state(request).page_anchors,
         anchor_key=anchor_key,
     )
     return json_response(
@@ -352,7 +353,7 @@ async def account_contacts_page(
             statement: PsycopgStatement | None = sql.FIRST_PAGE
             values = sql.FIRST_PAGE.params(account_id=account.id)
             if page.offset > 0:
-                anchors: PageAnchors = request.app.state.page_anchors
+                anchors = app_state(request).page_anchors
                 key = ("contacts", account.id, account.contacts_version, page.page)
                 first_id = anchors.get(key)
                 if first_id is None:
