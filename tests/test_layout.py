@@ -11,6 +11,8 @@
   factory and imports no job's `transaction()`.
 - Only `app.main` (which fills it) and `app.state` read `app.state` untyped; the rest go through
   `app_state()` and `SettingsDep`.
+- No `async def` in app/ enters a synchronous transaction (`transaction()`, `side_transaction()`): its
+  I/O would block the event loop. Jobs and routes run those in a worker thread.
 - `app.kit` imports nothing from `app.models`.
 """
 
@@ -148,6 +150,30 @@ def untyped_state_problems(tree: ast.Module) -> list[str]:
     ]
 
 
+SYNC_TRANSACTIONS = {"transaction", "side_transaction"}
+
+
+def loop_transaction_problems(tree: ast.Module) -> list[str]:
+    problems: list[str] = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.AsyncFunctionDef):
+            continue
+        pending = list(ast.iter_child_nodes(function))
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue  # a nested function runs wherever it is called (a worker thread, say)
+            if isinstance(node, ast.With | ast.AsyncWith):
+                for item in node.items:
+                    call = item.context_expr
+                    if isinstance(call, ast.Call) and receiver_name(call.func) in SYNC_TRANSACTIONS:
+                        problems.append(
+                            f"line {node.lineno}: {function.name} enters {receiver_name(call.func)}()"
+                        )
+            pending.extend(ast.iter_child_nodes(node))
+    return sorted(problems)
+
+
 def route_import_problems(tree: ast.Module, route_modules: set[str]) -> list[str]:
     return [
         f"line {line}: imports the route module {module}"
@@ -190,6 +216,26 @@ def test_route_modules_import_no_other_route_module(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(ROUTE_MODULES))
 def test_route_modules_open_no_session_of_their_own(name: str) -> None:
     assert session_problems(MODULES[name]) == [], f"{name}: take the request's session (app/db.py)"
+
+
+def test_no_async_function_enters_a_synchronous_transaction() -> None:
+    offenders = {name: found for name, tree in MODULES.items() if (found := loop_transaction_problems(tree))}
+    assert offenders == {}
+
+
+def test_the_rule_finds_a_transaction_on_the_event_loop() -> None:
+    source = """
+async def job(self):
+    with transaction(self.factory) as session:
+        pass
+
+    def in_a_thread():
+        with db.transaction(self.factory) as session:
+            pass
+
+    await asyncio.to_thread(in_a_thread)
+"""
+    assert loop_transaction_problems(ast.parse(source)) == ["line 3: job enters transaction()"]
 
 
 def test_only_main_and_state_read_the_app_state_untyped() -> None:
