@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from app.kit.pagination import PageAnchors
     from app.kit.ratelimit import RateLimiter
     from app.mail.hosted_form_service import FormLimits
+    from app.mail.providers.ses import SnsClient
     from app.watches.engines.registry import Engines
 
 
@@ -45,6 +46,8 @@ class AppState(State):
     mail_rate_limiter: RateLimiter
     form_limits: FormLimits
     sign_in_throttle: SignInThrottle
+    # Amazon SNS's certificates and subscription confirmations (the SES bounce webhook).
+    sns_client: SnsClient
     # The watch actions' engines, made on first use (app/watches/dependencies.py); closed at shutdown.
     engines: Engines | None
 
