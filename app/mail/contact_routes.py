@@ -25,13 +25,14 @@ async def list_contacts(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> Response:
     # The hot path (PostgreSQL, no filters) reads with the async pool on the event loop and leaves the
-    # session untouched (closed without I/O); the other reads through the session in a worker thread.
-    filters = validate(ContactFilter, raw, status=422)
-    filtered = filters.query or filters.email or filters.unsubscribed is not None
+    # session untouched (closed without I/O); the others read through the session in a worker thread.
+    # Filtered listings keep the session executor, as before: the JSON PostgreSQL builds is spaced
+    # unlike orjson's.
+    listing = contact_service.contacts_listing(principal.account, validate(ContactFilter, raw, status=422))
     pool = app_state(request).async_pool
-    if pool is not None and not filtered:
-        return await contact_service.account_contacts_page(pool, request, principal.account)
-    return await run_in_threadpool(contact_service.contacts_matching, request, session, principal, filters)
+    if pool is not None and listing.shape == contact_service.UNFILTERED:
+        return await contact_service.contacts_page_on_pool(pool, request, listing)
+    return await run_in_threadpool(contact_service.contacts_page, session, request, listing)
 
 
 @router.post(
@@ -65,7 +66,8 @@ def list_unsubscribed(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> Response:
     filters = validate(ContactFilter, raw, status=422)
-    return contact_service.unsubscribed_matching(request, session, principal, filters)
+    listing = contact_service.unsubscribed_listing(principal.account, filters)
+    return contact_service.contacts_page(session, request, listing)
 
 
 @router.get(
