@@ -206,8 +206,15 @@ def events_reach_a_receiver(
         assert httpx.get(pixel[1]).status_code == 200
 
         def heard() -> list[dict[str, Any]]:
+            """Ours (the account's other tests may finish a campaign while this one runs)."""
             signer = Webhook(hook["secret"])
-            return [signer.verify(seen.body, seen.headers) for seen in upstream.requests_to(path)]
+            bodies = [signer.verify(seen.body, seen.headers) for seen in upstream.requests_to(path)]
+            return [
+                body
+                for body in bodies
+                if body["data"].get("contact", {}).get("email") in readers
+                or body["data"].get("campaign", {}).get("id") == campaign_id
+            ]
 
         def logged() -> list[dict[str, Any]]:
             return list(created(http.get(f"/webhooks/{hook['id']}/deliveries"))["data"])
@@ -216,11 +223,11 @@ def events_reach_a_receiver(
             lambda: len(heard()) == 4, "two subscriptions, an open and the campaign's end", served, *others
         )
         # The receiver answered before the lane recorded its answers.
-        wait_until(lambda: len(logged()) == 4, "four attempts in the delivery log", served, *others)
+        everything = len(upstream.requests_to(path))
+        wait_until(lambda: len(logged()) == everything, "every attempt in the delivery log", served, *others)
         assert all(attempt["state"] == "succeeded" for attempt in logged())
-    bodies = heard()
-    assert sorted(body["type"] for body in bodies) == sorted(
+    assert sorted(body["type"] for body in heard()) == sorted(
         ["contact.subscribed", "contact.subscribed", "contact.opened", "campaign.sent"]
     )
-    [finished] = [body for body in bodies if body["type"] == "campaign.sent"]
-    assert finished["data"]["campaign"]["id"] == campaign_id
+    ids = [seen.headers["webhook-id"] for seen in upstream.requests_to(path)]
+    assert len(ids) == len(set(ids)), "an event was delivered twice"
