@@ -1,9 +1,9 @@
 """The worker's bounce mailbox poll (TIDINGS_BOUNCE_IMAP_URL), registered by app/scheduler.py.
 
 Every TIDINGS_BOUNCE_IMAP_INTERVAL seconds the job logs in to the mailbox, reads up to POLL_BATCH unseen
-messages, and hands each to `bounce_mailbox.ingest_message` in its own transaction. A bounce (applied,
-or naming no email of ours) is then flagged \\Seen and \\Deleted and expunged; any other message (a
-human's reply, a complaint report) is only flagged \\Seen and left for a person to read. When the
+messages, and hands each to `bounce_mailbox.ingest_message` in its own transaction. A bounce or a
+complaint report (applied, or naming no email of ours) is then flagged \\Seen and \\Deleted and
+expunged; any other message (a human's reply) is only flagged \\Seen and left for a person to read. When the
 database fails, the message keeps its flags and the next poll reads it again. A round that filled its
 batch runs again at once.
 
@@ -139,9 +139,10 @@ class BounceMailboxJobs:
                 with transaction(self.session_factory) as session:
                     ingested = ingest_message(session, raw, self.tokens, utcnow(), self.rule)
                 log.info("bounce mailbox message %s: %s", uid, ingested.describe())
-                flags = r"(\Seen \Deleted)" if ingested.kind in ("hard", "soft") else r"(\Seen)"
+                done = ingested.kind in ("hard", "soft", "complaint")
+                flags = r"(\Seen \Deleted)" if done else r"(\Seen)"
                 client.uid("STORE", uid, "+FLAGS.SILENT", flags)
-                deleted += ingested.kind in ("hard", "soft")
+                deleted += done
             if deleted:
                 client.expunge()
             return len(uids)

@@ -20,8 +20,10 @@ Tidings through `tidings bounces ingest` (a Postfix pipe transport) or the IMAP 
 - Then it is reported through `bounces.apply_reports` like a webhook report, with the deliverable's own
   recipient and Message-ID, so the effects (and their idempotence) are the webhook's: docs/email-api.md.
 
-A complaint (ARF, multipart/report; report-type=feedback-report) that reaches the mailbox is recognised
-and ignored here.
+A complaint (ARF, multipart/report; report-type=feedback-report, read by `arf.complaint_report`; its
+`not-spam` and `auth-failure` reports are not complaints) is applied as a complaint report about the
+email its signed VERP address or its copied Message-ID names, never about an address alone: anyone can
+send the mailbox a report naming an address.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from flufl.bounce import all_failures
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.mail.arf import complaint_report
 from app.mail.bounces import MAX_ROW_ID, MESSAGE_ID, Report, apply_reports
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.render import VERP_PREFIX
@@ -83,7 +86,9 @@ class Ingested:
         if self.kind == "none":
             return "ignored: not a bounce"
         if self.kind == "complaint":
-            return "ignored: a complaint report (ARF)"
+            if self.deliverable_id is None:
+                return "ignored: a complaint report (ARF) naming no email sent by Tidings"
+            return f"complaint about deliverable {self.deliverable_id}"
         if self.deliverable_id is None:
             return f"ignored: a {self.kind} bounce naming no email sent by Tidings"
         status = f" ({self.status})" if self.status else ""
@@ -119,14 +124,24 @@ def ingest_message(
     envelope_recipients: Sequence[str] = (),
 ) -> Ingested:
     """Read one message from the bounce mailbox and apply it (in the caller's transaction)."""
-    dsn = read_dsn(parse_message(raw), tokens, envelope_recipients)
-    if dsn.kind not in ("hard", "soft"):
+    message = parse_message(raw)
+    dsn = read_dsn(message, tokens, envelope_recipients)
+    if dsn.kind == "complaint":
+        complaint = complaint_report(message)
+        if complaint is None:  # a `not-spam` or `auth-failure` report, or a malformed one
+            return Ingested("none", None, None, applied=False)
+        if dsn.message_id is None and complaint.message_id:
+            dsn = Dsn("complaint", None, dsn.verp_deliverable_id, complaint.message_id)
+    elif dsn.kind not in ("hard", "soft"):
         return Ingested(dsn.kind, dsn.status, None, applied=False)
     found = _deliverable(session, dsn)
     if found is None:
         return Ingested(dsn.kind, dsn.status, None, applied=False)
     deliverable_id, email_key, message_id = found
-    report = Report(type="bounce", email=email_key, message_id=message_id, bounce_type=dsn.kind)
+    if dsn.kind == "complaint":
+        report = Report(type="complaint", email=email_key, message_id=message_id)
+    else:
+        report = Report(type="bounce", email=email_key, message_id=message_id, bounce_type=dsn.kind)
     applied = apply_reports(session, [report], now, rule)
     return Ingested(dsn.kind, dsn.status, deliverable_id, applied=applied.processed == 1)
 

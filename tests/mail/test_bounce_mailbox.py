@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.mail.bounce_imap import ImapMailbox
 from app.mail.bounce_mailbox import parse_message, read_dsn
 from app.mail.sending.tokens import MailTokens
+from app.models import Contact, Deliverable, Suppression
 from tests.mail import dsn_samples
 from tests.mail.conftest import (
     BASE,
@@ -157,7 +159,10 @@ def test_forged_or_foreign_bounces_change_nothing(sent: Sent, engine: Engine) ->
         assert done.stdout.strip() == "ignored: a hard bounce naming no email sent by Tidings"
     for dsn, said in [
         (dsn_samples.human_reply(email.mail_from), "ignored: not a bounce"),
-        (dsn_samples.complaint(email.mail_from, email.address, email.message_id), "ignored: a complaint"),
+        (
+            dsn_samples.complaint(forged, email.address, f"<{deliverable_id}.1.00000000@mail.example.org>"),
+            "ignored: a complaint report (ARF) naming no email sent by Tidings",
+        ),
         (b"\x00\xff not a message at all", "ignored: not a bounce"),
         (b"", "ignored: not a bounce"),
     ]:
@@ -234,3 +239,23 @@ def test_the_bounce_settings_are_read_as_written() -> None:
         "Bounces",
     )
     assert "p:ss" not in mailbox.describe()
+
+
+def test_a_complaint_report_in_the_mailbox_marks_its_email_unsubscribes_and_suppresses_once(
+    sent: Sent, engine: Engine
+) -> None:
+    email = sent.take()
+    report = dsn_samples.complaint(email.mail_from, email.address, email.message_id)
+    for _ in range(2):  # a feedback loop may send the report twice: the second changes nothing
+        done = ingest(sent, report)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"complaint about deliverable {email.deliverable_id}"
+    with Session(engine) as session:
+        deliverable = session.get(Deliverable, email.deliverable_id)
+        contact = session.get(Contact, email.contact_id)
+        assert deliverable is not None and contact is not None
+        assert deliverable.spam_at is not None and contact.unsubscribed_at is not None
+        suppressed = session.scalars(
+            select(Suppression.reason).where(Suppression.email_key == email.address.lower())
+        ).all()
+        assert suppressed == ["complaint"]
