@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import dkim
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -37,6 +38,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa, utils
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from dkim.canonicalization import correct_empty_body, strip_trailing_lines
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -151,6 +153,16 @@ class SigningKey:
         return self.private.sign(digest)
 
 
+def relaxed_body(body: bytes) -> bytes:
+    """The body in relaxed canonical form (RFC 6376 3.4.4), as dkimpy makes it. A body without tabs,
+    runs of spaces or spaces before a line end (a rendered email's base64 parts and MIME headers) has
+    no whitespace to change: only its trailing empty lines go, which spares dkimpy's regular
+    expressions over every space of a 10 KB email (a quarter of the signing time)."""
+    if b"\t" in body or b"  " in body or b" \r\n" in body or body.endswith(b" "):
+        return cast(bytes, RELAXED.canonicalize_body(body))
+    return cast(bytes, correct_empty_body(strip_trailing_lines(body)))
+
+
 def signature_header(
     message: bytes, key: SigningKey, *, now: int | None = None, unsigned: Iterable[bytes] = ()
 ) -> bytes:
@@ -169,7 +181,7 @@ def signature_header(
     present = {name.lower() for name, _ in headers}
     include = [name for name in SIGNED_HEADERS if name in present and name not in left_out]
     include += [name for name in OVERSIGNED_HEADERS if name not in left_out]
-    body_hash = base64.b64encode(hashlib.sha256(RELAXED.canonicalize_body(body)).digest())
+    body_hash = base64.b64encode(hashlib.sha256(relaxed_body(body)).digest())
     fields = [
         (b"v", b"1"),
         (b"a", ALGORITHM_TAGS[key.algorithm]),

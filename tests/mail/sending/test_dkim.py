@@ -11,12 +11,13 @@ from typing import Any
 
 import dkim
 import pytest
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.kit.time import utcnow
 from app.mail.dkim_service import KeyRecord, create_key, delete_key
-from app.mail.sending.dkim import DkimSigner
+from app.mail.sending.dkim import DkimSigner, relaxed_body
 from app.mail.sending.render import Recipient, compile_campaign, render
 from app.mail.sending.smtp import WireMessage
 from app.mail.sending.tokens import MailTokens
@@ -239,3 +240,35 @@ def test_a_send_worker_signs_what_reaches_the_smtp_server(
         assert received.data.startswith(b"DKIM-Signature: ")
         assert dkim.verify(received.data, dnsfunc=dns_of(record))
         assert received.message["Subject"] == "Ça va, ami ?"
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [("from", "From is always signed"), ("date, bad name", "'bad name' is not a header name")],
+)
+def test_unsigned_headers_refuse_from_and_what_is_not_a_header_name(value: str, error: str) -> None:
+    with pytest.raises(ValidationError, match=error):
+        Settings(dkim_unsigned_headers=value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"\r\n",
+        b"\r\n\r\n",
+        b"abc",
+        b"abc\r\n\r\n\r\n",
+        b"a b\r\nc d\r\n",
+        b"a  b\r\n",
+        b"a\tb\r\n",
+        b"a \r\n\r\n",
+        b"trailing space ",
+        b" leading\r\n \r\n",
+        b'--=_x\r\nContent-Type: text/plain; charset="utf-8"\r\n\r\nSGVsbG8=\r\n--=_x--\r\n',
+    ],
+)
+def test_the_relaxed_body_is_dkimpys(body: bytes) -> None:
+    assert relaxed_body(body) == dkim.CanonicalizationPolicy.from_c_value(
+        b"relaxed/relaxed"
+    ).canonicalize_body(body)
