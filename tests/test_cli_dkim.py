@@ -115,6 +115,23 @@ def test_default_selectors_ed25519_list_show_and_delete(dkim_cli: Any) -> None:
     assert dkim_cli("list", "--domain", "nothing-here.example") == "no keys\n"
 
 
+def test_a_key_sealed_with_the_generated_secret_says_where_that_secret_is(tidings: Tidings) -> None:
+    try:
+        result = tidings("dkim", "create", "--domain", "cli-dkim.example")
+        assert result.exit_code == 0, result.stderr
+        assert printed_record(result.stdout)[0].endswith("._domainkey.cli-dkim.example")
+        secret = tidings.directory / "var" / "secret_key"
+        assert result.stderr.replace("\n", " ") == (
+            f"note: the private key is sealed with the secret key in {secret}: run `tidings serve` and "
+            "`tidings worker` with the same TIDINGS_VAR_DIR, or set TIDINGS_SECRET_KEY for all of them "
+        )
+        sealed = tidings.scalar("SELECT private_key FROM dkim_keys WHERE domain = 'cli-dkim.example'")
+        assert KeyBox(secret.read_text().strip()).open(sealed).startswith(b"-----BEGIN PRIVATE KEY")
+    finally:
+        with tidings.engine.begin() as conn:
+            conn.execute(delete(DkimKey).where(DkimKey.domain.in_(DOMAINS)))
+
+
 def test_an_international_domain_is_kept_in_its_ascii_form(dkim_cli: Any) -> None:
     out = dkim_cli("create", "--domain", "clí-dkím.example", "--selector", "s1")
     assert printed_record(out)[0] == "s1._domainkey.xn--cl-dkm-4vad.example"

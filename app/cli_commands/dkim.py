@@ -65,6 +65,15 @@ def dkim_create(
         )
     typer.echo("Publish this DNS record:")
     echo_record(record)
+    if not settings.secret_key:
+        # The key was sealed with a secret generated into this var folder: a server elsewhere could
+        # not open it.
+        typer.echo(
+            f"note: the private key is sealed with the secret key in {settings.var_dir.resolve()}/secret_key:"
+            " run `tidings serve` and `tidings worker` with the same TIDINGS_VAR_DIR, or set"
+            " TIDINGS_SECRET_KEY for all of them",
+            err=True,
+        )
 
 
 @dkim_cli.command("list")
