@@ -83,6 +83,19 @@ class Settings(BaseSettings):
     # Headers left out of DKIM signatures (comma-separated): those the relay rewrites, as Amazon SES
     # does Date and Message-ID. Empty: every header of app/mail/sending/dkim.py's list is signed.
     dkim_unsigned_headers: str = ""
+    # Provider webhooks, POST /webhooks/bounces/{provider} (docs/deliverability.md); each is off (404)
+    # while its setting is empty. SES: the SNS topic ARNs accepted (comma-separated, or `*` for any
+    # topic); the signing certificate and the subscription's confirmation URL must be
+    # https://sns.<region>.amazonaws.com/..., or start with ses_sns_url_prefix when that is set (a
+    # test's loopback server; never set it in production).
+    ses_topic_arns: str = ""
+    ses_sns_url_prefix: str = ""
+    # Postmark: the secret, as the password of the webhook URL's basic auth or its `token` parameter.
+    postmark_webhook_secret: str = ""
+    # SendGrid: the Event Webhook's verification key (base64 DER or PEM, as SendGrid shows it).
+    sendgrid_webhook_public_key: str = ""
+    # Mailgun: the HTTP webhook signing key.
+    mailgun_webhook_signing_key: str = ""
     send_batch_size: int = 200
     # SMTP connections each worker keeps open and sends on at once.
     send_concurrency: int = 8
@@ -119,6 +132,10 @@ class Settings(BaseSettings):
     # Webhook calls: the deadline and how much of the receiver's answer is read.
     webhook_timeout: float = 30.0
     webhook_max_response_bytes: int = 64 * 1024
+    # Account webhooks (events out), per worker process and delivery lane: events claimed at once, and
+    # calls in flight at once.
+    event_batch_size: int = 500
+    event_concurrency: int = 64
     # At most this many items in one digest request (a larger window goes out in several).
     digest_max_items: int = 500
     # Fetching an item's linked article for an engine (`fetch_external_content`).
@@ -133,6 +150,17 @@ class Settings(BaseSettings):
                 raise ValueError(f"{name!r} is not a header name")
             if name == "from":
                 raise ValueError("From is always signed (RFC 6376 requires it)")
+        return value
+
+    @field_validator("ses_sns_url_prefix")
+    @classmethod
+    def _prefix_names_a_host(cls, value: str) -> str:
+        # "http://127.0.0.1:8000" would also admit http://127.0.0.1:8000.example.net/: the prefix must
+        # end the host part with its slash.
+        if value and (value.count("/") < 3 or not value.startswith(("http://", "https://"))):
+            raise ValueError(
+                "must be empty or an http(s) URL prefix with a path, like http://127.0.0.1:8000/"
+            )
         return value
 
     @field_validator("metrics_allowed_networks")

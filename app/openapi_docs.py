@@ -18,6 +18,7 @@ from app.feeds.router import feed_routers
 from app.feeds.wire import TelemetryInput
 from app.kit.v1_wire import ErrorOut as FeedErrorOut
 from app.mail import specs
+from app.mail.events.described import events_openapi
 from app.mail.router import mail_router
 from app.mail.schemas import ErrorOut
 from app.watches import specs as watch_specs
@@ -54,6 +55,9 @@ def _add_common_responses(document: dict[str, Any]) -> None:
         },
     }
     for path, operations in document["paths"].items():
+        if path.startswith("/webhooks/bounces/"):
+            # Called by email providers, who authenticate their own way (the routes say how).
+            continue
         for operation in operations.values():
             responses = operation.setdefault("responses", {})
             # FastAPI documents its own 422 for path parameters; a malformed id is a 404 here.
@@ -166,6 +170,7 @@ def mail_openapi() -> dict[str, Any]:
     document["security"] = [{"bearerAuth": []}]
     _add_inputs(document)
     _add_common_responses(document)
+    document["webhooks"] = events_openapi(components["schemas"])
     for unused in ("HTTPValidationError", "ValidationError"):
         components["schemas"].pop(unused, None)
     return document

@@ -29,6 +29,7 @@ from tests.shipped import (
     create_form,
     delivered,
     drip,
+    events_reach_a_receiver,
     expected_deliveries,
     new_list,
     received_with,
@@ -141,3 +142,8 @@ def test_a_feed_is_polled_and_its_watch_filters_with_an_engine_and_calls_a_webho
         listed = http.get(f"/v1/feeds/{feed['id']}/items").json()["items"]
     assert len(listed) == items
     assert len(shipped.llm.chat_requests()) == items  # the engine scored each item once
+
+
+def test_account_webhooks_hear_subscriptions_an_open_and_the_finished_campaign(shipped: Shipped) -> None:
+    """Events out from the serving process's own delivery lanes."""
+    events_reach_a_receiver(shipped.served, shipped.token, shipped.sink, shipped.upstream, "Heard by serve")

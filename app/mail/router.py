@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from app.mail import (
     automation_routes,
+    bounce_routes,
     campaign_routes,
     contact_routes,
     field_routes,
@@ -14,6 +15,7 @@ from app.mail import (
     list_routes,
     me_routes,
     tracking_routes,
+    webhook_routes,
 )
 
 mail_routers: list[APIRouter] = [
@@ -28,6 +30,8 @@ mail_routers: list[APIRouter] = [
         field_routes,
         hosted_form_routes,
         tracking_routes,
+        bounce_routes,
+        webhook_routes,
     )
 ]
 mail_router = APIRouter()

@@ -237,3 +237,34 @@ class Page(BaseModel, Generic[ItemT]):
 class ContactActivityOut(BaseModel):
     contact: ContactActivitySummary
     deliverables: Page[DeliverableActivity]
+
+
+class WebhookAnswer(BaseModel):
+    """Reports applied, and those ignored: about no email sent, or no bounce, complaint or unsubscribe."""
+
+    processed: int
+    ignored: int
+
+
+class WebhookOut(Out):
+    """An account webhook (beyond SendFox). `secret` signs every delivery (Standard Webhooks)."""
+
+    id: str
+    url: str
+    events: list[str]
+    secret: str
+    created_at: Timestamp
+
+
+class WebhookAttemptOut(Out):
+    """One attempt to deliver one event (beyond SendFox): `GET /webhooks/{id}/deliveries`."""
+
+    id: str
+    event_id: str
+    event_type: str
+    attempt: int
+    state: Literal["succeeded", "failed", "errored"]
+    http_status: int | None
+    error: str
+    started_at: Timestamp
+    completed_at: Timestamp

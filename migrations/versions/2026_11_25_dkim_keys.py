@@ -1,7 +1,7 @@
 """dkim keys: the operator's DKIM signing keys per sending domain (`tidings dkim create`)
 
 Revision ID: 2026_11_25_dkim_keys
-Revises: 2026_11_23_undated_seen
+Revises: 2026_11_25_account_webhooks
 Create Date: 2026-11-25 14:40:00.000000
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '2026_11_25_dkim_keys'
-down_revision: str | None = '2026_11_23_undated_seen'
+down_revision: str | None = '2026_11_25_account_webhooks'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
