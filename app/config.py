@@ -24,6 +24,12 @@ HEADER_NAME = re.compile(r"[!-9;-~]+")
 DEFAULT_METRICS_NETWORKS = "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
 
 
+# An ASCII domain name (an IDN in its xn-- form): what the envelope sender's domain may be.
+BOUNCE_DOMAIN = re.compile(
+    r"(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*"
+)
+
+
 def parse_networks(value: str) -> tuple[IPv4Network | IPv6Network, ...]:
     """`10.0.0.0/8, ::1` as networks; a bare address is a network of one. ValueError names a bad entry."""
     networks = []
@@ -83,6 +89,12 @@ class Settings(BaseSettings):
     # Headers left out of DKIM signatures (comma-separated): those the relay rewrites, as Amazon SES
     # does Date and Message-ID. Empty: every header of app/mail/sending/dkim.py's list is signed.
     dkim_unsigned_headers: str = ""
+    # The bounce mailbox (docs/deliverability.md): with a domain, every email's envelope sender is
+    # `bounces+<signed deliverable token>@<domain>`, and DSNs to it reach `tidings bounces ingest` or the
+    # IMAP mailbox the worker polls (imaps://user:pass@host:993/INBOX) every bounce_imap_interval seconds.
+    bounce_domain: str = ""
+    bounce_imap_url: str = ""
+    bounce_imap_interval: Annotated[float, Field(gt=0)] = 60.0
     # Provider webhooks, POST /webhooks/bounces/{provider} (docs/deliverability.md); each is off (404)
     # while its setting is empty. SES: the SNS topic ARNs accepted (comma-separated, or `*` for any
     # topic); the signing certificate and the subscription's confirmation URL must be
@@ -167,6 +179,23 @@ class Settings(BaseSettings):
     @classmethod
     def _networks_parse(cls, value: str) -> str:
         parse_networks(value)
+        return value
+
+    @field_validator("bounce_domain")
+    @classmethod
+    def _bounce_domain_is_a_domain(cls, value: str) -> str:
+        value = value.strip().lower().rstrip(".")
+        if value and not BOUNCE_DOMAIN.fullmatch(value):
+            raise ValueError(f"{value!r} is not a domain name (write it as bounces.example.com)")
+        return value
+
+    @field_validator("bounce_imap_url")
+    @classmethod
+    def _bounce_imap_url_parses(cls, value: str) -> str:
+        from app.mail.bounce_imap import ImapMailbox  # here: that module reads these settings
+
+        if value:
+            ImapMailbox.from_url(value)
         return value
 
     @model_validator(mode="before")
