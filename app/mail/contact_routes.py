@@ -15,25 +15,24 @@ from app.mail.input import MailInput, validate
 from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
 from app.mail.specs import ContactBatch, ContactCreate, ContactFilter, ContactUpdate, EmailOnly
 from app.models import Contact
+from app.state import app_state
 
 router = APIRouter(tags=["Contacts"])
 
 
 @router.get("/contacts", response_model=Page[ContactOut], summary="List contacts")
-async def list_contacts(request: Request, principal: PaidMailUser, raw: MailInput) -> Response:
-    # No SessionDep: the hot path (PostgreSQL, no filters) needs no session, and the other opens a
-    # read-only one of its own in a worker thread. Filtered listings keep the session executor, as
-    # before: the JSON PostgreSQL builds is spaced unlike orjson's.
+async def list_contacts(
+    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> Response:
+    # The hot path (PostgreSQL, no filters) reads with the async pool on the event loop and leaves the
+    # session untouched (closed without I/O); the others read through the session in a worker thread.
+    # Filtered listings keep the session executor, as before: the JSON PostgreSQL builds is spaced
+    # unlike orjson's.
     listing = contact_service.contacts_listing(principal.account, validate(ContactFilter, raw, status=422))
-    pool = request.app.state.async_pool
+    pool = app_state(request).async_pool
     if pool is not None and listing.shape == contact_service.UNFILTERED:
         return await contact_service.contacts_page_on_pool(pool, request, listing)
-    return await run_in_threadpool(list_contacts_in_session, request, listing)
-
-
-def list_contacts_in_session(request: Request, listing: contact_service.ContactsListing) -> Response:
-    with request.app.state.read_session_factory() as session:
-        return contact_service.contacts_page(session, request, listing)
+    return await run_in_threadpool(contact_service.contacts_page, session, request, listing)
 
 
 @router.post(

@@ -48,6 +48,7 @@ from app.mail.events.types import EventType
 from app.mail.field_service import set_field_values
 from app.mail.specs import BatchContact, ContactCreate, ContactFieldIn, ContactFilter, ContactUpdate
 from app.models import Account, Campaign, Contact, ContactFieldValue, Deliverable, ListMembership
+from app.state import app_state
 
 CONTACTS_PER_PAGE = 100
 ACTIVITY_PER_PAGE = 100
@@ -521,7 +522,7 @@ def contacts_response(request: Request, page: PageRequest, contacts: ContactsPag
 def contacts_page(session: Session, request: Request, listing: ContactsListing) -> Response:
     """A page (`?page=N`) of the listing, read through the session."""
     page = parse_page(request.query_params.get("page"), CONTACTS_PER_PAGE)
-    anchors: PageAnchors = request.app.state.page_anchors
+    anchors = app_state(request).page_anchors
     return contacts_response(request, page, read_page_in_session(session, listing, page, anchors))
 
 
@@ -530,7 +531,7 @@ async def contacts_page_on_pool(
 ) -> Response:
     """A page (`?page=N`) of the listing, read with the async pool on the event loop (PostgreSQL)."""
     page = parse_page(request.query_params.get("page"), CONTACTS_PER_PAGE)
-    anchors: PageAnchors = request.app.state.page_anchors
+    anchors = app_state(request).page_anchors
     return contacts_response(request, page, await read_page_on_pool(pool, listing, page, anchors))
 
 
