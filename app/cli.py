@@ -329,6 +329,7 @@ def main() -> None:
 # Commands kept in their own modules register themselves on the groups above.
 import app.cli_commands.bounces  # noqa: E402
 import app.cli_commands.contacts_import  # noqa: E402
+import app.cli_commands.dkim  # noqa: E402
 import app.cli_commands.forms  # noqa: E402
 import app.cli_commands.lists  # noqa: E402
 import app.cli_commands.oauth_clients  # noqa: E402

@@ -19,6 +19,8 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 # Settings whose empty value (`TIDINGS_BASE_URL=`) means the same as leaving them unset.
 EMPTY_MEANS_UNSET = ("database_url", "base_url")
 # Loopback and the private ranges: where Prometheus runs beside the service (a compose network, a LAN).
+# A header field's name (RFC 5322): printable ASCII but the colon.
+HEADER_NAME = re.compile(r"[!-9;-~]+")
 DEFAULT_METRICS_NETWORKS = "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
 
 
@@ -88,6 +90,9 @@ class Settings(BaseSettings):
     complaint_stop_min_sent: int = 1000
     # Shared secret of POST /webhooks/bounces (`Authorization: Bearer ...`); empty turns the route off.
     bounce_webhook_secret: str = ""
+    # Headers left out of DKIM signatures (comma-separated): those the relay rewrites, as Amazon SES
+    # does Date and Message-ID. Empty: every header of app/mail/sending/dkim.py's list is signed.
+    dkim_unsigned_headers: str = ""
     # The bounce mailbox (docs/deliverability.md): with a domain, every email's envelope sender is
     # `bounces+<signed deliverable token>@<domain>`, and DSNs to it reach `tidings bounces ingest` or the
     # IMAP mailbox the worker polls (imaps://user:pass@host:993/INBOX) every bounce_imap_interval seconds.
@@ -152,6 +157,16 @@ class Settings(BaseSettings):
     # Fetching an item's linked article for an engine (`fetch_external_content`).
     enrichment_timeout: float = 10.0
     enrichment_max_bytes: int = 2 * 1024 * 1024
+
+    @field_validator("dkim_unsigned_headers")
+    @classmethod
+    def _header_names(cls, value: str) -> str:
+        for name in (part.strip().lower() for part in value.split(",")):
+            if name and not HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a header name")
+            if name == "from":
+                raise ValueError("From is always signed (RFC 6376 requires it)")
+        return value
 
     @field_validator("ses_sns_url_prefix")
     @classmethod

@@ -24,6 +24,7 @@ from app.config import Settings
 from app.feeds.jobs import FeedJobs
 from app.identity.jobs import IdentityJobs
 from app.mail.events.delivery import EventDelivery
+from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import Transport, describe_transport, make_transport
 from app.mail.sending.worker import SendConfig, SendWorker
@@ -83,6 +84,7 @@ class Scheduler:
             self.session_factory,
             self.transport,
             MailTokens(settings.resolved_secret_key),
+            dkim=DkimSigner(settings.resolved_secret_key, settings.dkim_unsigned_headers.split(",")),
         )
 
     def _feed_jobs(self) -> FeedJobs:

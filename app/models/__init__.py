@@ -4,6 +4,7 @@ from app.models.automations import TRIGGER_TYPES, Automation, AutomationItem, Au
 from app.models.base import Base
 from app.models.campaigns import DELIVERABLE_STATES, Campaign, CampaignList, Deliverable
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
+from app.models.dkim import DKIM_ALGORITHMS, DkimKey
 from app.models.feeds import FEED_KINDS, SOURCE_KINDS, Feed, FeedItem, Source
 from app.models.forms import Form, FormList
 from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, User, UserSession
@@ -32,6 +33,7 @@ __all__ = [
     "ATTEMPT_STATES",
     "DELIVERABLE_STATES",
     "DELIVERY_STATES",
+    "DKIM_ALGORITHMS",
     "EVENT_STATES",
     "FEED_KINDS",
     "PLANS",
@@ -54,6 +56,7 @@ __all__ = [
     "ContactList",
     "Deliverable",
     "DeviceSession",
+    "DkimKey",
     "Feed",
     "FeedItem",
     "Form",

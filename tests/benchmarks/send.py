@@ -5,6 +5,8 @@ since shared machines are noisy. Run from the repository root:
 
     python3 tests/benchmarks/send.py [--recipients 100000] [--workers 1] [--database-url URL]
     python3 tests/benchmarks/send.py --recipients 1000000      # memory stays flat as the campaign grows
+    python3 tests/benchmarks/send.py --dkim rsa                # the campaign's domain has a DKIM key
+    python3 tests/benchmarks/send.py --dkim-compare            # without a key, then with one: the cost
 
 What it does:
   1. Drops and recreates the public schema of the database (default `bench_send`), migrates to head.
@@ -18,6 +20,11 @@ What it does:
      counted N messages and no row is queued or sending. The resident memory of every worker is read
      from /proc at 10%, 50% and 100% of the sink's count; VmHWM is each one's peak.
   5. Stops the workers and the sink and prints one JSON line on stdout; progress goes to stderr.
+
+With `--dkim rsa` (or `rsa+ed25519`) the campaign's From domain gets its key(s) before the workers start,
+as `tidings dkim create` makes them, so every email is signed. `--dkim-compare` runs the whole benchmark
+twice in the same session, without a key and then with an RSA key, prints both lines, then a third with
+the two rates and the signing cost per email.
 
 Needs Postfix's `smtp-sink` and `smtp-source` (Debian: `apt-get install -y postfix`) and a PostgreSQL
 server (default 127.0.0.1:5432, user postgres, trust auth). Everything started is stopped on exit.
@@ -40,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from send_rig import (
     DEFAULT_DATABASE_URL,
+    FROM_DOMAIN,
+    SECRET_KEY,
     Sink,
     Worker,
     exactly_once,
@@ -53,13 +62,15 @@ from send_rig import (
 )
 
 from app.config import Settings
-from app.db import create_db_engine
+from app.db import create_db_engine, make_session_factory, transaction
+from app.kit.time import utcnow
 
 TARGET_MESSAGES_PER_S = 2000.0
 TARGET_PEAK_RSS_MB = 300.0
 # "Flat": the workers' memory at 100% of the campaign within this much of what it was at 10%.
 FLAT_TOLERANCE_MB = 25.0
 CHECKPOINTS = (0.1, 0.5, 1.0)
+DKIM_MODES = ("none", "rsa", "rsa+ed25519")
 
 
 def interrupt(signum: int, _frame: Any) -> None:
@@ -79,6 +90,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--no-dump",
         action="store_true",
         help="the sink only counts (no per-recipient check): the sink's own cost without its dump",
+    )
+    parser.add_argument(
+        "--dkim",
+        choices=DKIM_MODES,
+        default="none",
+        help="DKIM keys of the campaign's From domain: none, an RSA key, or RSA and Ed25519",
+    )
+    parser.add_argument(
+        "--dkim-compare", action="store_true", help="run without a key, then with an RSA key, and compare"
     )
     parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds")
     parser.add_argument("--log-dir", type=Path, help="keep the workers' logs in this folder")
@@ -104,11 +124,61 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, interrupt)
+    if not args.dkim_compare:
+        print(json.dumps(run(args)), flush=True)
+        return 0
+    rates: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    for mode in ("none", "rsa"):
+        say(f"--- DKIM: {mode}")
+        report = run(argparse.Namespace(**{**vars(args), "dkim": mode}))
+        print(json.dumps(report), flush=True)
+        rates[mode] = report["messages_per_s"]
+        cpu[mode] = report["worker_cpu_us_per_message"]
+    summary = {
+        "dkim_compare": {
+            "messages_per_s_without_key": rates["none"],
+            "messages_per_s_with_rsa_key": rates["rsa"],
+            "ratio": round(rates["rsa"] / rates["none"], 3) if rates["none"] else None,
+            "worker_cpu_us_per_message_without_key": cpu["none"],
+            "worker_cpu_us_per_message_with_rsa_key": cpu["rsa"],
+            "signing_cpu_us_per_message": round(cpu["rsa"] - cpu["none"], 1),
+        }
+    }
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+def add_dkim_keys(database_url: str, mode: str) -> None:
+    """Keys for the seeded campaign's From domain, made and sealed as `tidings dkim create` does."""
+    if mode == "none":
+        return
+    from app.mail.dkim_service import create_key
+
+    engine = create_db_engine(database_url, pool_size=1)
+    try:
+        with transaction(make_session_factory(engine)) as session:
+            for algorithm in mode.split("+"):
+                create_key(
+                    session,
+                    SECRET_KEY,
+                    FROM_DOMAIN,
+                    selector=f"bench{algorithm}",
+                    algorithm=algorithm,
+                    now=utcnow(),
+                )
+    finally:
+        engine.dispose()
+    say(f"DKIM: {FROM_DOMAIN} signs with {mode}")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = Settings()
     n = args.recipients
     load_start = os.getloadavg()[0]
     prepare_database(args.database_url)
     seeded = seed_campaign(args.database_url, n)
+    add_dkim_keys(args.database_url, args.dkim)
     size = rendered_size()
     engine = create_db_engine(args.database_url, pool_size=2)
 
@@ -230,11 +300,11 @@ def main(argv: list[str] | None = None) -> int:
             "send_lanes": int(env.get("TIDINGS_SEND_LANES", settings.send_lanes)),
             "message_bytes": size,
             "sink_dump": not args.no_dump,
+            "dkim": args.dkim,
             "cpus": os.cpu_count(),
         },
     }
-    print(json.dumps(report), flush=True)
-    return 0
+    return report
 
 
 if __name__ == "__main__":

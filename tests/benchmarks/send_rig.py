@@ -44,6 +44,8 @@ __all__ = ["free_port", "prepare_database", "say"]
 
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bench_send"
 SECRET_KEY = "bench-" + "k" * 48
+# The campaign's From domain (`send.py --dkim` gives it keys).
+FROM_DOMAIN = "tidings.example"
 RECIPIENT_DOMAIN = "bench.example"
 COUNTER = re.compile(rb"mesg=(\d+)")
 
@@ -151,7 +153,7 @@ def seed_campaign(url: str, recipients: int) -> Seeded:
                 subject=SUBJECT,
                 html=NEWSLETTER,
                 from_name="The Weekly Tidings",
-                from_email="news@tidings.example",
+                from_email=f"news@{FROM_DOMAIN}",
                 scheduled_at=utcnow(),
             )
             session.add(campaign)
@@ -171,7 +173,7 @@ def rendered_size() -> int:
     from app.mail.sending.render import Recipient, compile_campaign, render
     from app.mail.sending.tokens import MailTokens
 
-    compiled = compile_campaign(1, SUBJECT, NEWSLETTER, "The Weekly Tidings", "news@tidings.example")
+    compiled = compile_campaign(1, SUBJECT, NEWSLETTER, "The Weekly Tidings", f"news@{FROM_DOMAIN}")
     recipient = Recipient(123456, f"r123456@{RECIPIENT_DOMAIN}", "First123456", "Last123456", {})
     return len(render(compiled, recipient, MailTokens(SECRET_KEY), "http://127.0.0.1:8000").message)
 

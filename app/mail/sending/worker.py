@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.db import transaction
 from app.kit.time import utcnow
+from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.progress import CampaignProgress
 from app.mail.sending.queue import (
     BounceRule,
@@ -86,12 +87,15 @@ class SendWorker:
         transport: Transport,
         tokens: MailTokens,
         clock: Callable[[], datetime] = utcnow,
+        dkim: DkimSigner | None = None,
     ) -> None:
         self.config = config
         self.session_factory = session_factory
         self.transport = transport
         self.tokens = tokens
         self.clock = clock
+        # Signs each email whose From domain has a key (None: nothing is signed, no key is looked up).
+        self.dkim = dkim
         self._lease_margin = config.lease_margin
         # Compiled campaigns by id, with the updated_at they were compiled from (automation emails
         # can still be edited while they are being sent).
@@ -128,6 +132,8 @@ class SendWorker:
             if not claimed:
                 return claimed
             self._load_campaigns(session, {c.campaign_id for c in claimed})
+            if self.dkim is not None:
+                self.dkim.refresh(session)  # keys made or deleted since the last batch
             # Custom field values only for campaigns whose template names one (most name none).
             wanted = {c.contact_id for c in claimed if self._compiled[c.campaign_id][1].uses_custom_fields}
             if not wanted:
@@ -242,11 +248,14 @@ class SendWorker:
             rendered = render(
                 compiled, recipient, self.tokens, self.config.base_url, self.config.bounce_domain
             )
+            message = rendered.message
+            if self.dkim is not None:
+                message = self.dkim.sign(message, compiled.from_email)
         except Exception as exc:  # one broken email never stops the rest of the campaign
             log.exception("could not render deliverable %s", item.deliverable_id)
             return outcome("failed", error=f"render: {exc}"[:1000])
         try:
-            await self.transport.send(rendered.envelope_from, rendered.envelope_to, rendered.message)
+            await self.transport.send(rendered.envelope_from, rendered.envelope_to, message)
         except TemporaryFailure as exc:
             return outcome("retry", error=str(exc)[:1000])
         except PermanentFailure as exc:

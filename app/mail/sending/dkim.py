@@ -1,0 +1,300 @@
+"""DKIM signatures on outgoing email (RFC 6376; Ed25519 by RFC 8463), per sending domain.
+
+An email whose From domain has a key (`tidings dkim create`, app/mail/dkim_service.py) is signed just
+before it goes to the relay, once its bytes are final: relaxed/relaxed canonicalisation, over the
+headers receivers and the bulk-sender rules of Gmail and Yahoo look at (From, To, Subject, Date,
+Message-ID, MIME-Version, Content-Type, List-Unsubscribe and List-Unsubscribe-Post, Reply-To...).
+The headers nobody should add later are signed once more than they occur ("oversigned"), so a
+second From, Subject or List-Unsubscribe added on the way breaks the signature.
+
+Per domain, the oldest key of each algorithm signs: an RSA key, and an Ed25519 one when the domain
+has one too (receivers that do not know Ed25519 ignore that signature). A new key of the same
+algorithm waits as a standby until the older one is deleted: that is how a key is rotated (see
+docs/deliverability.md).
+
+dkimpy does the DKIM part (parsing the message, canonicalisation, the tag list, folding) and checks
+our signatures in the tests. The arithmetic is OpenSSL's (`cryptography`), with each key parsed once
+a process: dkimpy's own RSA is pure Python and reparses the PEM on every call, 11 ms an email on the
+development machine against 0.4 ms here, which would have cut sending by a factor of 40.
+
+Private keys are stored encrypted (Fernet: AES-128-CBC with HMAC-SHA256) under a key derived from
+TIDINGS_SECRET_KEY by HKDF, so a copy of the database alone does not sign anyone's mail.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import cast
+
+import dkim
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa, utils
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from dkim.canonicalization import correct_empty_body, strip_trailing_lines
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.mail.sending.smtp import WireMessage
+from app.models import DkimKey
+
+log = logging.getLogger("tidings.sending")
+
+RSA_BITS = 2048
+# Headers signed when the email has them, in this order.
+SIGNED_HEADERS = (
+    b"from",
+    b"reply-to",
+    b"sender",
+    b"to",
+    b"cc",
+    b"subject",
+    b"date",
+    b"message-id",
+    b"in-reply-to",
+    b"references",
+    b"mime-version",
+    b"content-type",
+    b"content-transfer-encoding",
+    b"list-id",
+    b"list-unsubscribe",
+    b"list-unsubscribe-post",
+    b"auto-submitted",
+)
+# Headers named once more than they occur: none of them may be added after signing.
+OVERSIGNED_HEADERS = (
+    b"from",
+    b"reply-to",
+    b"sender",
+    b"to",
+    b"cc",
+    b"subject",
+    b"list-unsubscribe",
+    b"list-unsubscribe-post",
+)
+RELAXED = dkim.CanonicalizationPolicy.from_c_value(b"relaxed/relaxed")
+SIGNATURE_NAME = b"DKIM-Signature"
+HEADER_END = b"\r\n\r\n"
+ALGORITHM_TAGS = {"rsa": b"rsa-sha256", "ed25519": b"ed25519-sha256"}
+_HKDF_INFO = b"tidings dkim private keys"
+
+
+class KeyBox:
+    """Encrypts and decrypts private keys with a key derived from the secret key setting."""
+
+    def __init__(self, secret_key: str) -> None:
+        derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_HKDF_INFO).derive(
+            secret_key.encode("utf-8")
+        )
+        self._fernet = Fernet(base64.urlsafe_b64encode(derived))
+
+    def seal(self, pem: bytes) -> str:
+        return self._fernet.encrypt(pem).decode("ascii")
+
+    def open(self, token: str) -> bytes:
+        """The PEM; InvalidToken when it was sealed under another secret key (or altered)."""
+        return self._fernet.decrypt(token.encode("ascii"))
+
+
+PrivateKey = rsa.RSAPrivateKey | ed25519.Ed25519PrivateKey
+
+
+@dataclass(frozen=True, slots=True)
+class NewKey:
+    """A key just made: its PEM (to seal) and the p= value of its DNS record."""
+
+    pem: bytes
+    public_key: str
+
+
+def generate_key(algorithm: str) -> NewKey:
+    private: PrivateKey
+    if algorithm == "rsa":
+        private = rsa.generate_private_key(public_exponent=65537, key_size=RSA_BITS)
+        public = private.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    elif algorithm == "ed25519":
+        private = ed25519.Ed25519PrivateKey.generate()
+        public = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    else:
+        raise ValueError(f"unknown DKIM algorithm {algorithm!r}")
+    pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return NewKey(pem, base64.b64encode(public).decode("ascii"))
+
+
+def txt_value(algorithm: str, public_key: str) -> str:
+    """The value of the TXT record at `<selector>._domainkey.<domain>`."""
+    return f"v=DKIM1; k={algorithm}; p={public_key}"
+
+
+@dataclass(frozen=True, slots=True)
+class SigningKey:
+    """A key ready to sign: parsed once, then used for every email of its domain."""
+
+    domain: bytes
+    selector: bytes
+    algorithm: str
+    private: PrivateKey
+
+    def sign_digest(self, digest: bytes) -> bytes:
+        if isinstance(self.private, rsa.RSAPrivateKey):
+            return self.private.sign(digest, padding.PKCS1v15(), utils.Prehashed(hashes.SHA256()))
+        # RFC 8463: Ed25519 (PureEdDSA) over the SHA-256 digest of the canonical headers.
+        return self.private.sign(digest)
+
+
+def relaxed_body(body: bytes) -> bytes:
+    """The body in relaxed canonical form (RFC 6376 3.4.4), as dkimpy makes it. A body without tabs,
+    runs of spaces or spaces before a line end (a rendered email's base64 parts and MIME headers) has
+    no whitespace to change: only its trailing empty lines go, which spares dkimpy's regular
+    expressions over every space of a 10 KB email (a quarter of the signing time)."""
+    if b"\t" in body or b"  " in body or b" \r\n" in body or body.endswith(b" "):
+        return cast(bytes, RELAXED.canonicalize_body(body))
+    return cast(bytes, correct_empty_body(strip_trailing_lines(body)))
+
+
+def signature_header(
+    message: bytes, key: SigningKey, *, now: int | None = None, unsigned: Iterable[bytes] = ()
+) -> bytes:
+    """The `DKIM-Signature: ...\\r\\n` header line (folded) that signs `message` with `key`.
+
+    What dkimpy's `DKIM.sign` does, with the key already parsed and the digest signed by OpenSSL;
+    `unsigned` names headers left out of h= (a relay that rewrites them, as Amazon SES does Date
+    and Message-ID, would otherwise break the signature)."""
+    end = message.find(HEADER_END)
+    if end < 0:
+        headers, body = dkim.rfc822_parse(message)
+    else:
+        headers, _ = dkim.rfc822_parse(message[: end + len(HEADER_END)])
+        body = message[end + len(HEADER_END) :]
+    left_out = set(unsigned)
+    present = {name.lower() for name, _ in headers}
+    include = [name for name in SIGNED_HEADERS if name in present and name not in left_out]
+    include += [name for name in OVERSIGNED_HEADERS if name not in left_out]
+    body_hash = base64.b64encode(hashlib.sha256(relaxed_body(body)).digest())
+    fields = [
+        (b"v", b"1"),
+        (b"a", ALGORITHM_TAGS[key.algorithm]),
+        (b"c", b"relaxed/relaxed"),
+        (b"d", key.domain),
+        (b"s", key.selector),
+        (b"t", str(int(time.time()) if now is None else now).encode("ascii")),
+        (b"h", b" : ".join(include)),
+        (b"bh", body_hash),
+        (b"b", b""),
+    ]
+    unsigned_value = dkim.fold(b"; ".join(b"=".join(field) for field in fields), namelen=len(SIGNATURE_NAME))
+    hasher = hashlib.sha256()
+    dkim.hash_headers(
+        hasher,
+        RELAXED,
+        RELAXED.canonicalize_headers(headers),
+        include,
+        (SIGNATURE_NAME, b" " + unsigned_value),
+        None,
+    )
+    fields[-1] = (b"b", base64.b64encode(key.sign_digest(hasher.digest())))
+    value: bytes = dkim.fold(
+        b"; ".join(b"=".join(field) for field in fields) + b"\r\n", namelen=len(SIGNATURE_NAME)
+    )
+    return SIGNATURE_NAME + b": " + value
+
+
+def sign_message(
+    message: bytes, keys: Iterable[SigningKey], *, now: int | None = None, unsigned: Iterable[bytes] = ()
+) -> bytes:
+    """`message` with one DKIM-Signature per key on top (a WireMessage stays one: the header lines
+    are ASCII, end in CRLF and continue with a space)."""
+    left_out = tuple(unsigned)
+    signatures = b"".join(signature_header(message, key, now=now, unsigned=left_out) for key in keys)
+    if not signatures:
+        return message
+    signed = signatures + message
+    return WireMessage(signed) if isinstance(message, WireMessage) else signed
+
+
+def load_private_key(box: KeyBox, sealed: str) -> PrivateKey:
+    """Raises InvalidToken (another secret key), ValueError or UnsupportedAlgorithm (not a key)."""
+    private = serialization.load_pem_private_key(box.open(sealed), password=None)
+    if not isinstance(private, rsa.RSAPrivateKey | ed25519.Ed25519PrivateKey):
+        raise ValueError(f"a {type(private).__name__} is not a DKIM key")
+    return private
+
+
+class DkimSigner:
+    """The keys of every sending domain, for a send worker: `refresh` once a batch (one small query;
+    a key is decrypted and parsed the first time it is seen), `sign` for each email."""
+
+    def __init__(self, secret_key: str, unsigned_headers: Iterable[str] = ()) -> None:
+        self._secret_key = secret_key
+        self.unsigned = tuple(
+            name.strip().lower().encode("ascii") for name in unsigned_headers if name.strip()
+        )
+        # Parsed keys by row id, and the signing keys of each domain.
+        self._keys: dict[int, SigningKey] = {}
+        self._unreadable: set[int] = set()
+        self._by_domain: dict[str, tuple[SigningKey, ...]] = {}
+
+    @cached_property
+    def _box(self) -> KeyBox:
+        return KeyBox(self._secret_key)
+
+    def refresh(self, session: Session) -> None:
+        rows = session.execute(
+            select(DkimKey.id, DkimKey.domain, DkimKey.algorithm).order_by(DkimKey.created_at, DkimKey.id)
+        ).all()
+        signing: dict[tuple[str, str], int] = {}
+        for key_id, domain, algorithm in rows:
+            # The oldest key of each algorithm signs for its domain; a newer one waits (rotation).
+            if key_id not in self._unreadable and (domain, algorithm) not in signing:
+                signing[(domain, algorithm)] = key_id
+        wanted = set(signing.values())
+        missing = wanted - self._keys.keys()
+        if missing:
+            self._load(session, missing)
+        by_domain: dict[str, list[SigningKey]] = {}
+        for key_id in signing.values():
+            key = self._keys.get(key_id)
+            if key is not None:
+                by_domain.setdefault(key.domain.decode("ascii"), []).append(key)
+        self._keys = {key_id: key for key_id, key in self._keys.items() if key_id in wanted}
+        self._by_domain = {domain: tuple(keys) for domain, keys in by_domain.items()}
+
+    def _load(self, session: Session, key_ids: set[int]) -> None:
+        for row in session.scalars(select(DkimKey).where(DkimKey.id.in_(key_ids))):
+            try:
+                private = load_private_key(self._box, row.private_key)
+            except (InvalidToken, ValueError, UnsupportedAlgorithm):
+                self._unreadable.add(row.id)
+                log.error(
+                    "the DKIM key %s of %s cannot be read (was TIDINGS_SECRET_KEY changed since "
+                    "`tidings dkim create`?): its email goes out without that signature",
+                    row.selector,
+                    row.domain,
+                )
+                continue
+            self._keys[row.id] = SigningKey(
+                row.domain.encode("ascii"), row.selector.encode("ascii"), row.algorithm, private
+            )
+
+    def keys_for(self, domain: str) -> tuple[SigningKey, ...]:
+        return self._by_domain.get(domain.lower(), ())
+
+    def sign(self, message: bytes, from_address: str) -> bytes:
+        """`message` signed with the keys of its From address's domain (as it is when there are none)."""
+        if not self._by_domain:
+            return message
+        keys = self.keys_for(from_address.rpartition("@")[2])
+        if not keys:
+            return message
+        return sign_message(message, keys, unsigned=self.unsigned)

@@ -1,0 +1,274 @@
+"""DKIM signatures on what the real render path makes, checked by dkimpy against the DNS record the key's
+owner is told to publish: RSA and Ed25519, non-ASCII headers, a long html body, the headers the bulk
+senders' rules look at (List-Unsubscribe and List-Unsubscribe-Post), rotation, an unreadable key, no key;
+and a send worker's emails on the loopback SMTP server."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+import dkim
+import pytest
+from pydantic import ValidationError
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.kit.time import utcnow
+from app.mail.dkim_service import KeyRecord, create_key, delete_key
+from app.mail.sending.dkim import DkimSigner, relaxed_body
+from app.mail.sending.render import Recipient, compile_campaign, render
+from app.mail.sending.smtp import WireMessage
+from app.mail.sending.tokens import MailTokens
+from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
+
+SECRET = "dkim-test-secret-key-long-enough-to-seal-keys"
+TOKENS = MailTokens(SECRET)
+BASE = "https://mail.example.com"
+LONG_HTML = (
+    "<html><body>"
+    + "".join(
+        f"<p>Paragraphe {n}: déjà vu, 日本語, "
+        f'<a href="https://example.com/{n}?q={{{{ first_name }}}}">lien</a></p>'
+        for n in range(2000)
+    )
+    + "</body></html>"
+)
+
+
+def dns_of(*records: KeyRecord) -> Any:
+    """A `dnsfunc` for dkimpy: the TXT value published at each record's name, nothing elsewhere."""
+    published = {f"{record.dns_name}.": record.txt_value.encode("ascii") for record in records}
+
+    def lookup(name: bytes | str, timeout: int = 5) -> bytes | None:
+        key = name.decode("ascii") if isinstance(name, bytes) else name
+        return published.get(key)
+
+    return lookup
+
+
+def rendered(
+    html: str = "<p>Hi {{ first_name }}</p>",
+    subject: str = "Héllo {{ first_name }} ✓",
+    from_name: str = "Zoë Müller",
+    from_email: str = "news@example.com",
+) -> bytes:
+    compiled = compile_campaign(7, subject, html, from_name, from_email)
+    recipient = Recipient(42, "anaïs@example.org", "Anaïs", "Ødegård", {})
+    return render(compiled, recipient, TOKENS, BASE).message
+
+
+def signed_tags(message: bytes, index: int = 0) -> dict[bytes, bytes]:
+    signer = dkim.DKIM(message)
+    signatures = [value for name, value in signer.headers if name.lower() == b"dkim-signature"]
+    tags = dkim.util.parse_tag_value(signatures[index])
+    return {name: b"".join(value.split()) for name, value in tags.items()}
+
+
+def verifies(message: bytes, dnsfunc: Any, index: int = 0) -> bool:
+    return bool(dkim.DKIM(message).verify(idx=index, dnsfunc=dnsfunc))
+
+
+def key(db: Session, domain: str, **options: Any) -> KeyRecord:
+    options.setdefault("selector", None)
+    options.setdefault("algorithm", "rsa")
+    return create_key(db, SECRET, domain, now=options.pop("now", utcnow()), **options)
+
+
+def test_an_rsa_signature_on_a_rendered_email_with_non_ascii_headers_and_a_long_body(db: Session) -> None:
+    record = key(db, "example.com", selector="s1")
+    assert record.dns_name == "s1._domainkey.example.com"
+    assert record.txt_value.startswith("v=DKIM1; k=rsa; p=MII")
+    signer = DkimSigner(SECRET)
+    signer.refresh(db)
+    message = rendered(html=LONG_HTML)
+    assert len(message) > 300_000
+    signed = signer.sign(message, "news@example.com")
+
+    assert signed.endswith(message) and signed.startswith(b"DKIM-Signature: ")
+    assert isinstance(signed, WireMessage)  # still ready for SMTP's DATA as it is
+    assert dkim.verify(signed, dnsfunc=dns_of(record))
+    tags = signed_tags(signed)
+    assert tags[b"a"] == b"rsa-sha256" and tags[b"c"] == b"relaxed/relaxed"
+    assert (tags[b"d"], tags[b"s"]) == (b"example.com", b"s1")
+    signed_names = tags[b"h"].split(b":")
+    for name in (b"from", b"to", b"subject", b"date", b"message-id", b"mime-version", b"content-type"):
+        assert name in signed_names
+    # RFC 8058: the one-click unsubscribe headers must be covered, and none may be added later.
+    assert signed_names.count(b"list-unsubscribe") == 2
+    assert signed_names.count(b"list-unsubscribe-post") == 2
+    assert signed_names.count(b"from") == 2
+
+
+def test_the_signature_breaks_when_a_signed_header_or_the_body_changes(db: Session) -> None:
+    record = key(db, "example.com", selector="s1")
+    signer = DkimSigner(SECRET)
+    signer.refresh(db)
+    signed = signer.sign(rendered(), "news@example.com")
+    dns = dns_of(record)
+    assert dkim.verify(signed, dnsfunc=dns)
+    # Relaxed canonicalisation: refolding and spacing do not matter...
+    assert dkim.verify(signed.replace(b"\r\nTo: ", b"\r\nTo:    "), dnsfunc=dns)
+    # ...but another subject, an added List-Unsubscribe or another body do.
+    subject_line = next(line for line in signed.split(b"\r\n") if line.startswith(b"Subject: "))
+    assert not dkim.verify(signed.replace(subject_line, b"Subject: Win a prize"), dnsfunc=dns)
+    added = signed.replace(
+        b"\r\nMIME-Version:", b"\r\nList-Unsubscribe: <https://evil.example/>\r\nMIME-Version:"
+    )
+    assert not dkim.verify(added, dnsfunc=dns)
+    assert not dkim.verify(signed[:-40] + b"A" + signed[-39:], dnsfunc=dns)
+    # A record that holds another key does not verify it.
+    other = key(db, "example.com", selector="s2")
+    impostor = KeyRecord(
+        record.domain, record.selector, "rsa", record.created_at, other.txt_value, signing=True
+    )
+    assert not dkim.verify(signed, dnsfunc=dns_of(impostor))
+
+
+def test_an_ed25519_signature_beside_the_rsa_one(db: Session) -> None:
+    rsa_record = key(db, "example.com", selector="r1")
+    ed_record = key(db, "example.com", selector="e1", algorithm="ed25519")
+    assert ed_record.txt_value.startswith("v=DKIM1; k=ed25519; p=")
+    assert ed_record.signing and rsa_record.signing  # one key of each algorithm signs
+    signer = DkimSigner(SECRET)
+    signer.refresh(db)
+    signed = signer.sign(rendered(html=LONG_HTML), "news@example.com")
+
+    dns = dns_of(rsa_record, ed_record)
+    algorithms = {signed_tags(signed, n)[b"a"]: n for n in (0, 1)}
+    assert set(algorithms) == {b"rsa-sha256", b"ed25519-sha256"}
+    assert verifies(signed, dns, algorithms[b"rsa-sha256"])
+    assert verifies(signed, dns, algorithms[b"ed25519-sha256"])
+    # Only the Ed25519 record published: its signature alone verifies.
+    assert verifies(signed, dns_of(ed_record), algorithms[b"ed25519-sha256"])
+    assert not verifies(signed, dns_of(ed_record), algorithms[b"rsa-sha256"])
+
+
+def test_an_email_whose_from_domain_has_no_key_goes_unsigned(db: Session) -> None:
+    signer = DkimSigner(SECRET)
+    signer.refresh(db)
+    message = rendered()
+    assert signer.sign(message, "news@example.com") is message  # no key at all
+    key(db, "example.com", selector="s1")
+    signer.refresh(db)
+    other = rendered(from_email="news@other.example")
+    assert signer.sign(other, "news@other.example") is other
+    assert signer.sign(rendered(from_email="news@sub.example.com"), "news@sub.example.com").startswith(
+        b"From: "
+    )  # a subdomain needs its own key
+    assert signer.sign(message, "NEWS@EXAMPLE.COM").startswith(b"DKIM-Signature: ")
+
+
+def test_an_international_from_domain_is_signed_in_its_ascii_form(db: Session) -> None:
+    record = key(db, "Exämple.COM.", selector="s1")
+    assert record.domain == "xn--exmple-cua.com"
+    signer = DkimSigner(SECRET)
+    signer.refresh(db)
+    compiled = compile_campaign(7, "Hi", "<p>x</p>", "Zoë", "news@exämple.com")
+    message = render(compiled, Recipient(1, "a@example.org", None, None, {}), TOKENS, BASE).message
+    signed = signer.sign(message, compiled.from_email)
+    assert signed_tags(signed)[b"d"] == b"xn--exmple-cua.com"
+    assert dkim.verify(signed, dnsfunc=dns_of(record))
+
+
+def test_unsigned_headers_are_left_out_and_may_then_change(db: Session) -> None:
+    """Amazon SES rewrites Date and Message-ID: TIDINGS_DKIM_UNSIGNED_HEADERS leaves them out."""
+    record = key(db, "example.com", selector="s1")
+    signer = DkimSigner(
+        SECRET, Settings(dkim_unsigned_headers="Date, message-id").dkim_unsigned_headers.split(",")
+    )
+    signer.refresh(db)
+    signed = signer.sign(rendered(), "news@example.com")
+    names = signed_tags(signed)[b"h"].split(b":")
+    assert b"date" not in names and b"message-id" not in names and b"from" in names
+    rewritten = b"\r\n".join(
+        b"Message-ID: <0100018c@email.amazonses.com>" if line.startswith(b"Message-ID: ") else line
+        for line in signed.split(b"\r\n")
+    )
+    assert rewritten != signed
+    assert dkim.verify(rewritten, dnsfunc=dns_of(record))
+
+
+def test_rotation_the_oldest_key_signs_until_it_is_deleted(db: Session) -> None:
+    now = utcnow()
+    old = key(db, "example.com", selector="old", now=now - timedelta(days=30))
+    new = key(db, "example.com", selector="new", now=now)
+    assert old.signing and not new.signing
+    signer = DkimSigner(SECRET)
+    signer.refresh(db)
+    assert signed_tags(signer.sign(rendered(), "news@example.com"))[b"s"] == b"old"
+    delete_key(db, "example.com", "old")
+    signer.refresh(db)
+    signed = signer.sign(rendered(), "news@example.com")
+    assert signed_tags(signed)[b"s"] == b"new"
+    assert dkim.verify(signed, dnsfunc=dns_of(new))
+
+
+def test_a_key_sealed_under_another_secret_is_skipped_with_an_error(
+    db: Session, caplog: pytest.LogCaptureFixture
+) -> None:
+    key(db, "example.com", selector="s1")
+    signer = DkimSigner("another-secret-key-than-the-one-that-sealed-it")
+    with caplog.at_level(logging.ERROR, logger="tidings.sending"):
+        signer.refresh(db)
+        signer.refresh(db)  # said once, not once a batch
+    assert [r.getMessage() for r in caplog.records].count(
+        "the DKIM key s1 of example.com cannot be read (was TIDINGS_SECRET_KEY changed since "
+        "`tidings dkim create`?): its email goes out without that signature"
+    ) == 1
+    message = rendered()
+    assert signer.sign(message, "news@example.com") is message
+
+
+def test_a_send_worker_signs_what_reaches_the_smtp_server(
+    client: Any, api_user: Any, sender: Sender, smtp_sink: SmtpSink, db: Session, settings: Settings
+) -> None:
+    record = create_key(
+        db, settings.resolved_secret_key, "example.com", selector="s1", algorithm="rsa", now=utcnow()
+    )
+    db.commit()
+    sender.worker.dkim = DkimSigner(settings.resolved_secret_key)
+    emails = ["ann@example.com", "bob@example.com"]
+    campaign_id = campaign_with_list(
+        client, api_user.headers, emails, subject="Ça va, {{ first_name | 'ami' }} ?", from_name="Zoë"
+    )
+    assert client.post(f"/campaigns/{campaign_id}/send", headers=api_user.headers).status_code == 200
+    assert sender.drain() == 2
+    assert len(smtp_sink.received) == 2
+    for received in smtp_sink.received:
+        assert received.data.startswith(b"DKIM-Signature: ")
+        assert dkim.verify(received.data, dnsfunc=dns_of(record))
+        assert received.message["Subject"] == "Ça va, ami ?"
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [("from", "From is always signed"), ("date, bad name", "'bad name' is not a header name")],
+)
+def test_unsigned_headers_refuse_from_and_what_is_not_a_header_name(value: str, error: str) -> None:
+    with pytest.raises(ValidationError, match=error):
+        Settings(dkim_unsigned_headers=value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"\r\n",
+        b"\r\n\r\n",
+        b"abc",
+        b"abc\r\n\r\n\r\n",
+        b"a b\r\nc d\r\n",
+        b"a  b\r\n",
+        b"a\tb\r\n",
+        b"a \r\n\r\n",
+        b"trailing space ",
+        b" leading\r\n \r\n",
+        b'--=_x\r\nContent-Type: text/plain; charset="utf-8"\r\n\r\nSGVsbG8=\r\n--=_x--\r\n',
+    ],
+)
+def test_the_relaxed_body_is_dkimpys(body: bytes) -> None:
+    assert relaxed_body(body) == dkim.CanonicalizationPolicy.from_c_value(
+        b"relaxed/relaxed"
+    ).canonicalize_body(body)
