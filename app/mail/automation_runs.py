@@ -39,7 +39,15 @@ from sqlalchemy.orm import Session
 
 from app.db import upsert
 from app.mail.sending.queue import QUEUED_COLUMNS, aware
-from app.models import Automation, AutomationItem, AutomationTrigger, Campaign, Contact, Deliverable
+from app.models import (
+    Automation,
+    AutomationItem,
+    AutomationTrigger,
+    Campaign,
+    Contact,
+    Deliverable,
+    DeliverableState,
+)
 from app.models.base import UTCDateTime
 
 
@@ -124,7 +132,7 @@ def shift_queued(session: Session, automation_id: int, by: timedelta, now: datet
     result = session.execute(
         update(Deliverable)
         .where(
-            Deliverable.state == "queued",
+            Deliverable.state == DeliverableState.QUEUED,
             Deliverable.campaign_id.in_(select(Campaign.id).where(Campaign.automation_id == automation_id)),
         )
         .values(send_after=later, updated_at=now)
@@ -182,7 +190,7 @@ def _insert_for(
             literal(account_id),
             AutomationItem.campaign_id,
             Contact.id,
-            literal("queued"),
+            literal(DeliverableState.QUEUED, String()),
             send_after,
             literal(0),
             literal(at, UTCDateTime()),

@@ -50,7 +50,7 @@ from app.kit.errors import DomainError, ValidationFailed
 from app.mail.contact_service import cancel_queued, unsubscribe_contacts
 from app.mail.input import laravel_errors
 from app.mail.sending.queue import BounceRule, stop_bouncing_campaigns
-from app.models import Contact, Deliverable
+from app.models import Contact, Deliverable, DeliverableState
 
 MAX_REPORTS = 1000
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -154,8 +154,8 @@ def _hard_bounces(session: Session, targets: list[Target], now: datetime, rule: 
     _stamp_once(session, Deliverable.bounced_at, ids, now)
     session.execute(
         update(Deliverable)
-        .where(Deliverable.id.in_(ids), Deliverable.state == "sent")
-        .values(state="bounced", updated_at=now)
+        .where(Deliverable.id.in_(ids), Deliverable.state == DeliverableState.SENT)
+        .values(state=DeliverableState.BOUNCED, updated_at=now)
         .execution_options(synchronize_session=False)
     )
     contact_ids = sorted({t.contact_id for t in targets})

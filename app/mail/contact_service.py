@@ -44,7 +44,15 @@ from app.mail.automation_runs import on_lists_joined
 from app.mail.common import check_list_ids, live_list_ids_among, owned, page_path, paginate, paginate_rows
 from app.mail.field_service import set_field_values
 from app.mail.specs import BatchContact, ContactCreate, ContactFieldIn, ContactFilter, ContactUpdate
-from app.models import Account, Campaign, Contact, ContactFieldValue, Deliverable, ListMembership
+from app.models import (
+    Account,
+    Campaign,
+    Contact,
+    ContactFieldValue,
+    Deliverable,
+    DeliverableState,
+    ListMembership,
+)
 
 CONTACTS_PER_PAGE = 100
 ACTIVITY_PER_PAGE = 100
@@ -426,8 +434,8 @@ def cancel_queued(session: Session, *contact_ids: int) -> None:
         return
     session.execute(
         update(Deliverable)
-        .where(Deliverable.contact_id.in_(contact_ids), Deliverable.state == "queued")
-        .values(state="cancelled", updated_at=utcnow())
+        .where(Deliverable.contact_id.in_(contact_ids), Deliverable.state == DeliverableState.QUEUED)
+        .values(state=DeliverableState.CANCELLED, updated_at=utcnow())
     )
 
 
@@ -550,7 +558,7 @@ def contact_activity(session: Session, request: Request, contact: Contact) -> di
     ).one()
     query = (
         select(Deliverable)
-        .where(Deliverable.contact_id == contact.id, Deliverable.state != "cancelled")
+        .where(Deliverable.contact_id == contact.id, Deliverable.state != DeliverableState.CANCELLED)
         .order_by(Deliverable.id.desc())
     )
     paged = paginate(session, request, query, ACTIVITY_PER_PAGE)

@@ -2,45 +2,47 @@
 
 from app.models.automations import TRIGGER_TYPES, Automation, AutomationItem, AutomationTrigger
 from app.models.base import Base
-from app.models.campaigns import DELIVERABLE_STATES, Campaign, CampaignList, Deliverable
+from app.models.campaigns import Campaign, CampaignList, Deliverable
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
 from app.models.feeds import FEED_KINDS, SOURCE_KINDS, Feed, FeedItem, Source
 from app.models.forms import Form, FormList
 from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, User, UserSession
 from app.models.lists import ContactList
 from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
-from app.models.telemetry import TelemetrySetting
-from app.models.watch_runs import (
-    DELIVERY_STATES,
-    RUN_STATES,
+from app.models.states import (
     TERMINAL_RUN_STATES,
-    WatchActionDelivery,
-    WatchActionRun,
+    ActionKind,
+    CampaignState,
+    DeliverableState,
+    DeliveryState,
+    RunState,
 )
-from app.models.watches import ACTION_KINDS, Watch, WatchAction, WatchFeed
+from app.models.telemetry import TelemetrySetting
+from app.models.watch_runs import WatchActionDelivery, WatchActionRun
+from app.models.watches import Watch, WatchAction, WatchFeed
 
 __all__ = [
-    "ACTION_KINDS",
-    "DELIVERABLE_STATES",
-    "DELIVERY_STATES",
     "FEED_KINDS",
     "PLANS",
-    "RUN_STATES",
     "SOURCE_KINDS",
     "TERMINAL_RUN_STATES",
     "TRIGGER_TYPES",
     "Account",
+    "ActionKind",
     "Automation",
     "AutomationItem",
     "AutomationTrigger",
     "Base",
     "Campaign",
     "CampaignList",
+    "CampaignState",
     "Contact",
     "ContactField",
     "ContactFieldValue",
     "ContactList",
     "Deliverable",
+    "DeliverableState",
+    "DeliveryState",
     "DeviceSession",
     "Feed",
     "FeedItem",
@@ -51,6 +53,7 @@ __all__ = [
     "OAuthClient",
     "OAuthToken",
     "PersonalToken",
+    "RunState",
     "Source",
     "TelemetrySetting",
     "User",

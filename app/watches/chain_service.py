@@ -18,7 +18,7 @@ from app.identity.principal import Principal
 from app.kit.ids import new_ulid, normalize_ulid
 from app.kit.safe_http import literal_host_problem
 from app.kit.v1_input import field_errors, invalid
-from app.models import Watch, WatchAction
+from app.models import ActionKind, Watch, WatchAction
 from app.watches.engines.base import SetupProblem
 from app.watches.lookup import find_action, find_watch
 from app.watches.secrets import restore_secrets
@@ -75,7 +75,7 @@ def check_action(
     rules: ActionRules,
 ) -> CheckedAction | None:
     """Validates one action input into `errors` (paths under `path`); None when it is invalid."""
-    model = CONFIG_MODELS[item.kind]
+    model = CONFIG_MODELS[ActionKind(item.kind)]
     try:
         config = model.model_validate(item.config).model_dump(mode="json")
     except ValidationError as exc:

@@ -23,6 +23,7 @@ from app.config import Settings
 from app.db import transaction
 from app.kit.safe_http import SafeHttp
 from app.kit.time import utcnow
+from app.models import ActionKind, DeliveryState, RunState
 from app.watches.actions import extract, log, semantic_filter, webhook
 from app.watches.actions.base import ActionContext, Unreadable
 from app.watches.engines.registry import Engines
@@ -120,7 +121,7 @@ class RunDrain:
         pending: list[webhook.PreparedDelivery] = []
         work = []
         for group in _group(claim.runs):
-            if group[0].kind == "webhook":
+            if group[0].kind == ActionKind.WEBHOOK:
                 prepared, errored = webhook.prepare(group, now)
                 outcomes.extend(errored)
                 if prepared is not None:
@@ -180,21 +181,21 @@ class RunDrain:
         first = group[0]
         async with self.slots:
             try:
-                if first.kind == "log":
+                if first.kind == ActionKind.LOG:
                     return log.perform(group), None
-                if first.kind == "semantic_filter":
+                if first.kind == ActionKind.SEMANTIC_FILTER:
                     return [await semantic_filter.perform(self.context, first)], None
-                if first.kind == "extract":
+                if first.kind == ActionKind.EXTRACT:
                     return [await extract.perform(self.context, first)], None
                 return [
-                    Outcome(run, "errored", error=f"unknown action kind {run.kind!r}") for run in group
+                    Outcome(run, RunState.ERRORED, error=f"unknown action kind {run.kind!r}") for run in group
                 ], None
             except Unreadable as exc:
-                return [Outcome(run, "errored", error=str(exc)) for run in group], None
+                return [Outcome(run, RunState.ERRORED, error=str(exc)) for run in group], None
             except Exception as exc:  # a defect, not a transient failure: retrying would not help
                 logger.exception("action %s (%s) failed on run %s", first.action_id, first.kind, first.run_id)
                 error = f"internal error: {type(exc).__name__}: {exc}"[:1000]
-                return [Outcome(run, "errored", error=error) for run in group], None
+                return [Outcome(run, RunState.ERRORED, error=error) for run in group], None
 
     async def _deliver(
         self, prepared: webhook.PreparedDelivery
@@ -207,9 +208,11 @@ class RunDrain:
                 error = f"internal error: {type(exc).__name__}: {exc}"
                 # Shown by the API: the webhook's URL and headers hidden, as in every response.
                 error = scrub_secrets(error, prepared.runs[0].config)[:1000]
-                delivery = DeliveryOutcome(prepared.row["id"], "errored", None, error, self.clock())
+                delivery = DeliveryOutcome(
+                    prepared.row["id"], DeliveryState.ERRORED, None, error, self.clock()
+                )
                 outcomes = [
-                    Outcome(run, "errored", error=error, delivery_id=prepared.row["id"])
+                    Outcome(run, RunState.ERRORED, error=error, delivery_id=prepared.row["id"])
                     for run in prepared.runs
                 ]
             return outcomes, delivery

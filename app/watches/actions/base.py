@@ -9,6 +9,7 @@ from typing import Any
 from app.config import Settings
 from app.kit.safe_http import SafeHttp
 from app.kit.time import iso
+from app.models import RunState
 from app.watches.engines.base import ItemText
 from app.watches.engines.registry import Engines
 from app.watches.run_queue import ClaimedRun, Outcome
@@ -82,7 +83,7 @@ def payload_items(runs: list[ClaimedRun]) -> PayloadItems:
         try:
             found.items.append(payload_item(run, include))
         except Unreadable as exc:
-            found.errored.append(Outcome(run, "errored", error=str(exc)))
+            found.errored.append(Outcome(run, RunState.ERRORED, error=str(exc)))
             continue
         found.runs.append(run)
     return found

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from app.models import RunState
 from app.watches.actions.base import ActionContext, item_data, item_text
 from app.watches.engines.base import EngineError
 from app.watches.enrichment import fetch_article
@@ -44,7 +45,7 @@ async def perform(ctx: ActionContext, run: ClaimedRun) -> Outcome:
             str(engine_spec.get("model") or ""),
         )
     except EngineError as exc:
-        return Outcome(run, "failed", error=str(exc))
+        return Outcome(run, RunState.FAILED, error=str(exc))
     extracted = {}
     for field in fields:
         text = as_text(found.get(field["name"]))
@@ -52,4 +53,4 @@ async def perform(ctx: ActionContext, run: ClaimedRun) -> Outcome:
             extracted[field["name"]] = text
     status = "complete" if len(extracted) == len(fields) else "partial" if extracted else "empty"
     result = {"extracted": extracted, "status": status, "enrichment_status": enrichment}
-    return Outcome(run, "succeeded", result=result)
+    return Outcome(run, RunState.SUCCEEDED, result=result)

@@ -8,6 +8,7 @@ import logging
 
 import orjson
 
+from app.models import RunState
 from app.watches.actions.base import payload, payload_items
 from app.watches.run_queue import ClaimedRun, Outcome
 
@@ -35,5 +36,5 @@ def perform(runs: list[ClaimedRun]) -> list[Outcome]:
         watch_log.info(line)
         _flush(watch_log)
         rendered = {"rendered": line[:MAX_RENDERED]}
-        outcomes.extend(Outcome(run, "succeeded", result=rendered) for run in good)
+        outcomes.extend(Outcome(run, RunState.SUCCEEDED, result=rendered) for run in good)
     return outcomes

@@ -4,6 +4,7 @@ instructions; at or above the threshold the run succeeds and the chain goes on, 
 
 from __future__ import annotations
 
+from app.models import RunState
 from app.watches.actions.base import ActionContext, item_data, item_text
 from app.watches.engines.base import EngineError
 from app.watches.enrichment import fetch_article
@@ -22,7 +23,7 @@ async def perform(ctx: ActionContext, run: ClaimedRun) -> Outcome:
             item_text(run, article), str(config["instructions"]), str(engine_spec.get("model") or "")
         )
     except EngineError as exc:
-        return Outcome(run, "failed", error=str(exc))
+        return Outcome(run, RunState.FAILED, error=str(exc))
     passed = judgment.score >= float(config.get("threshold", 0.8))
     result = {
         "passed": passed,
@@ -30,4 +31,4 @@ async def perform(ctx: ActionContext, run: ClaimedRun) -> Outcome:
         "reason": judgment.reason,
         "enrichment_status": enrichment,
     }
-    return Outcome(run, "succeeded" if passed else "gated", result=result)
+    return Outcome(run, RunState.SUCCEEDED if passed else RunState.GATED, result=result)

@@ -25,6 +25,7 @@ from app.kit.safe_http import (
     OutboundTimeout,
     ResponseTooLarge,
 )
+from app.models import DeliveryState, RunState
 from app.watches.actions.base import ActionContext, payload, payload_items
 from app.watches.run_queue import ClaimedRun, DeliveryOutcome, Outcome
 from app.watches.secrets import scrub_secrets, target_host
@@ -56,7 +57,7 @@ def prepare(runs: list[ClaimedRun], now: datetime) -> tuple[PreparedDelivery | N
         "action_id": first.action_id,
         "delivery": body["delivery"],
         "method": str(config.get("method") or "POST"),
-        "state": "pending",
+        "state": DeliveryState.PENDING,
         "attempt": max(run.attempt for run in good),
         "item_count": len(good),
         "http_status": None,
@@ -70,15 +71,18 @@ def prepare(runs: list[ClaimedRun], now: datetime) -> tuple[PreparedDelivery | N
     return PreparedDelivery(good, body, row), errored
 
 
-def judge(status: int) -> tuple[str, str]:
+def judge(status: int) -> tuple[DeliveryState, str]:
     """The delivery state an HTTP status makes, and the error text it records."""
     if 200 <= status < 300:
-        return "succeeded", ""
+        return DeliveryState.SUCCEEDED, ""
     if 300 <= status < 400:
-        return "errored", f"the receiver answered a redirect (HTTP {status}); redirects are never followed"
+        return (
+            DeliveryState.ERRORED,
+            f"the receiver answered a redirect (HTTP {status}); redirects are never followed",
+        )
     if status >= 500 or status in RETRYABLE_STATUSES:
-        return "failed", f"the receiver answered HTTP {status}"
-    return "errored", f"the receiver answered HTTP {status}"
+        return DeliveryState.FAILED, f"the receiver answered HTTP {status}"
+    return DeliveryState.ERRORED, f"the receiver answered HTTP {status}"
 
 
 async def send(
@@ -104,20 +108,21 @@ async def send(
         status = exc.status_code
         cap = ctx.settings.webhook_max_response_bytes
         note = f"; the answer's body was larger than {cap} bytes and was not read"
-        state, error = judge(status) if status is not None else ("failed", str(exc))
+        state, error = judge(status) if status is not None else (DeliveryState.FAILED, str(exc))
     except (BlockedDestination, InvalidUrl) as exc:
-        state, error = "errored", f"blocked destination: {exc}"
+        state, error = DeliveryState.ERRORED, f"blocked destination: {exc}"
     except OutboundTimeout as exc:
-        state, error = "failed", f"the receiver did not answer in time: {exc}"
+        state, error = DeliveryState.FAILED, f"the receiver did not answer in time: {exc}"
     except OutboundError as exc:
-        state, error = "failed", f"the call failed: {exc}"
+        state, error = DeliveryState.FAILED, f"the call failed: {exc}"
     # Some exceptions name the URL whole or echo a header: the text is shown by the API, so the
     # secrets are hidden as everywhere else in responses.
     error = scrub_secrets((error + note).removeprefix("; "), config)
     delivery = DeliveryOutcome(prepared.row["id"], state, status, error, clock())
-    result = {"http_status": status} if state == "succeeded" else None
+    result = {"http_status": status} if state == DeliveryState.SUCCEEDED else None
     outcomes = [
-        Outcome(run, state, result=result, error=error, delivery_id=prepared.row["id"])
+        # A run ends as its delivery did (succeeded, failed: retried, errored).
+        Outcome(run, RunState(state), result=result, error=error, delivery_id=prepared.row["id"])
         for run in prepared.runs
     ]
     return outcomes, delivery
