@@ -190,12 +190,6 @@ class WebhookConfig(_Delivery):
 
 
 ActionConfig = SemanticFilterConfig | ExtractConfig | LogConfig | WebhookConfig
-CONFIG_MODELS: dict[ActionKind, type[_Config]] = {
-    ActionKind.SEMANTIC_FILTER: SemanticFilterConfig,
-    ActionKind.EXTRACT: ExtractConfig,
-    ActionKind.LOG: LogConfig,
-    ActionKind.WEBHOOK: WebhookConfig,
-}
 
 
 class ActionInput(BaseModel):

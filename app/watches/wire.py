@@ -10,8 +10,7 @@ from pydantic import BaseModel
 from app.kit.v1_wire import Timestamp
 from app.kit.wire_enum import inline_enum
 from app.models import DeliveryState, RunState, Watch, WatchAction, WatchActionDelivery, WatchActionRun
-from app.watches.secrets import masked_config
-from app.watches.summaries import action_detail
+from app.watches.actions import ACTIONS
 
 if TYPE_CHECKING:
     RunStateField = RunState
@@ -188,12 +187,13 @@ class EngineListResponse(BaseModel):
 
 
 def action_wire(action: WatchAction) -> dict[str, Any]:
+    kind = ACTIONS[action.kind]
     return {
         "id": action.id,
         "kind": action.kind,
         "rank": action.rank,
-        "config": masked_config(action.kind, action.config),
-        "summary": {"detail": action_detail(action.kind, action.config)},
+        "config": kind.shown(action.config),
+        "summary": {"detail": kind.describe(action.config)},
         "created_at": action.created_at,
     }
 

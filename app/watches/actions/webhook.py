@@ -11,7 +11,7 @@ written `pending` before the call (so a crash leaves a trace) and settled by the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -24,30 +24,26 @@ from app.kit.safe_http import (
     OutboundError,
     OutboundTimeout,
     ResponseTooLarge,
+    literal_host_problem,
 )
-from app.models import DeliveryState, RunState
-from app.watches.actions.base import ActionContext, payload, payload_items
+from app.models import ActionKind, DeliveryState, RunState
+from app.watches.actions.base import Action, ActionContext, Performed, Prepared, payload, payload_items
 from app.watches.run_queue import ClaimedRun, DeliveryOutcome, Outcome
-from app.watches.secrets import scrub_secrets, target_host
+from app.watches.secrets import masked_config, restore_secrets, scrub_secrets, target_host
+from app.watches.specs import WebhookConfig
+from app.watches.summaries import cadence_phrase, fields_phrase
 
 RETRYABLE_STATUSES = (408, 429)
 
 
-@dataclass(slots=True)
-class PreparedDelivery:
-    runs: list[ClaimedRun]
-    body: dict[str, Any]
-    row: dict[str, Any]
-
-
-def prepare(runs: list[ClaimedRun], now: datetime) -> tuple[PreparedDelivery | None, list[Outcome]]:
+def prepare(runs: list[ClaimedRun], now: datetime) -> Prepared:
     """The body and the pending delivery row for these runs (one run, or a digest window's); runs
     whose item cannot be read are `errored` and left out."""
     config = runs[0].config
     found = payload_items(runs)
     errored, good = found.errored, found.runs
     if not good:
-        return None, errored
+        return Prepared([], errored)
     body = payload(good, found.items)
     first = good[0]
     row = {
@@ -68,7 +64,7 @@ def prepare(runs: list[ClaimedRun], now: datetime) -> tuple[PreparedDelivery | N
         "started_at": now,
         "completed_at": None,
     }
-    return PreparedDelivery(good, body, row), errored
+    return Prepared(good, errored, row, body)
 
 
 def judge(status: int) -> tuple[DeliveryState, str]:
@@ -86,8 +82,10 @@ def judge(status: int) -> tuple[DeliveryState, str]:
 
 
 async def send(
-    ctx: ActionContext, prepared: PreparedDelivery, clock: Any
+    ctx: ActionContext, prepared: Prepared, clock: Callable[[], datetime]
 ) -> tuple[list[Outcome], DeliveryOutcome]:
+    if prepared.row is None:
+        raise ValueError("a webhook call without its delivery row (see prepare)")
     config = prepared.runs[0].config
     headers = {"Content-Type": "application/json", **dict(config.get("headers") or {})}
     status: int | None = None
@@ -126,3 +124,40 @@ async def send(
         for run in prepared.runs
     ]
     return outcomes, delivery
+
+
+class WebhookAction(Action):
+    kind = ActionKind.WEBHOOK
+    config_model = WebhookConfig
+
+    def describe(self, config: dict[str, Any]) -> str:
+        host = target_host(str(config.get("url", ""))) or "?"
+        return f"{config.get('method', 'POST')} {fields_phrase(config)} to {host} ({cadence_phrase(config)})"
+
+    def shown(self, config: dict[str, Any]) -> dict[str, Any]:
+        return masked_config(config)
+
+    def checked(
+        self, config: dict[str, Any], prior: dict[str, Any] | None, *, allow_private: bool
+    ) -> tuple[dict[str, Any], dict[str, list[str]]]:
+        """The masked URL and header values an edit sent back take the stored ones; a literal address
+        that is not public is refused unless private destinations are allowed."""
+        config, unresolved = restore_secrets(config, prior)
+        if unresolved:
+            left_masked = (
+                "Left masked (***) with no stored value to keep (a header's stored value stays with its"
+                " destination): send the real value."
+            )
+            return config, {name: [left_masked] for name in unresolved}
+        problem = literal_host_problem(config["url"], allow_private=allow_private)
+        if problem is not None:
+            return config, {"url": [f"The URL {problem}."]}
+        return config, {}
+
+    def prepare(self, runs: list[ClaimedRun], now: datetime) -> Prepared:
+        return prepare(runs, now)
+
+    async def perform(
+        self, ctx: ActionContext, prepared: Prepared, clock: Callable[[], datetime]
+    ) -> Performed:
+        return await send(ctx, prepared, clock)
