@@ -23,6 +23,7 @@ from app.config import Settings
 from app.feeds.jobs import FeedJobs
 from app.identity.jobs import IdentityJobs
 from app.kit.jobs import Job, JobSet
+from app.mail.events.delivery import EventDelivery
 from app.mail.jobs import MailJobs
 from app.watches.jobs import WatchJobs
 from app.watches.run_queue import enqueue_first_runs
@@ -42,6 +43,7 @@ class Drained:
     emails: int
     feeds: int
     runs: int
+    events: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +53,12 @@ class Domains:
     feeds: FeedJobs
     watches: WatchJobs
     identity: IdentityJobs
+    # The account webhooks' events out (app/mail/events/).
+    events: EventDelivery
     mail: MailJobs
 
     def all(self) -> list[JobSet]:
-        return [self.feeds, self.watches, self.identity, self.mail]
+        return [self.feeds, self.watches, self.identity, self.events, self.mail]
 
 
 class Scheduler:
@@ -72,19 +76,22 @@ class Scheduler:
                 feeds=FeedJobs(settings, factory, on_new_items=enqueue_first_runs),
                 watches=WatchJobs(settings, factory),
                 identity=IdentityJobs(factory),
+                events=EventDelivery(settings, factory),
                 mail=MailJobs(settings, factory),
             )
         return self._domains
 
     async def drain(self) -> Drained:
         """Do what is due now, then return (`tidings worker --once`): send the due email, poll the due
-        feeds, then run the due watch runs, those the poll just enqueued included. Runs waiting for a
-        retry or a digest window later than now stay queued."""
+        feeds, then run the due watch runs, those the poll just enqueued included, then deliver the due
+        account webhook events. Runs and events waiting for a retry or a digest window later than now
+        stay queued."""
         domains = self.domains()
         emails = await domains.mail.drain()
         feeds = await domains.feeds.poller.drain()
         runs = await domains.watches.drain.drain()
-        return Drained(emails=emails, feeds=feeds, runs=runs)
+        events = await domains.events.drain()
+        return Drained(emails=emails, feeds=feeds, runs=runs, events=events)
 
     def jobs(self) -> list[Job]:
         return [job for domain in self.domains().all() for job in domain.jobs()]

@@ -20,14 +20,24 @@ from app.models.states import (
 from app.models.telemetry import TelemetrySetting
 from app.models.watch_runs import WatchActionDelivery, WatchActionRun
 from app.models.watches import Watch, WatchAction, WatchFeed
+from app.models.webhooks import (
+    ATTEMPT_STATES,
+    EVENT_STATES,
+    AccountWebhook,
+    WebhookAttempt,
+    WebhookEvent,
+)
 
 __all__ = [
+    "ATTEMPT_STATES",
+    "EVENT_STATES",
     "FEED_KINDS",
     "PLANS",
     "SOURCE_KINDS",
     "TERMINAL_RUN_STATES",
     "TRIGGER_TYPES",
     "Account",
+    "AccountWebhook",
     "ActionKind",
     "Automation",
     "AutomationItem",
@@ -63,4 +73,6 @@ __all__ = [
     "WatchActionDelivery",
     "WatchActionRun",
     "WatchFeed",
+    "WebhookAttempt",
+    "WebhookEvent",
 ]

@@ -1,12 +1,8 @@
 """webhook: the item (instant) or a window of items (digest) sent to the configured URL with the
 configured method and headers, in the body docs/compatibility.md gives. Each call is a delivery,
-written `pending` before the call (so a crash leaves a trace) and settled by the answer:
-
-- 2xx: `succeeded`, and the runs succeed;
-- a blocked destination, any redirect (never followed), another 4xx: `errored`, and so are the runs
-  (retrying would change nothing);
-- 5xx, 408, 429, a connection error, a timeout: `failed`; the runs are retried, each retry a new
-  delivery row.
+written `pending` before the call (so a crash leaves a trace) and settled by the answer as
+`app/kit/webhook_call.py` judges it: `succeeded` (the runs succeed), `errored` (so are the runs:
+retrying would change nothing) or `failed` (the runs are retried, each retry a new delivery row).
 """
 
 from __future__ import annotations
@@ -18,22 +14,14 @@ from typing import Any
 import orjson
 
 from app.kit.ids import new_ulid
-from app.kit.safe_http import (
-    BlockedDestination,
-    InvalidUrl,
-    OutboundError,
-    OutboundTimeout,
-    ResponseTooLarge,
-    literal_host_problem,
-)
+from app.kit.safe_http import literal_host_problem
+from app.kit.webhook_call import call_webhook
 from app.models import ActionKind, DeliveryState, RunState
 from app.watches.actions.base import Action, ActionContext, Performed, Prepared, payload, payload_items
 from app.watches.run_queue import ClaimedRun, DeliveryOutcome, Outcome
 from app.watches.secrets import masked_config, restore_secrets, scrub_secrets, target_host
 from app.watches.specs import WebhookConfig
 from app.watches.summaries import cadence_phrase, fields_phrase
-
-RETRYABLE_STATUSES = (408, 429)
 
 
 def prepare(runs: list[ClaimedRun], now: datetime) -> Prepared:
@@ -67,20 +55,6 @@ def prepare(runs: list[ClaimedRun], now: datetime) -> Prepared:
     return Prepared(good, errored, row, body)
 
 
-def judge(status: int) -> tuple[DeliveryState, str]:
-    """The delivery state an HTTP status makes, and the error text it records."""
-    if 200 <= status < 300:
-        return DeliveryState.SUCCEEDED, ""
-    if 300 <= status < 400:
-        return (
-            DeliveryState.ERRORED,
-            f"the receiver answered a redirect (HTTP {status}); redirects are never followed",
-        )
-    if status >= 500 or status in RETRYABLE_STATUSES:
-        return DeliveryState.FAILED, f"the receiver answered HTTP {status}"
-    return DeliveryState.ERRORED, f"the receiver answered HTTP {status}"
-
-
 async def send(
     ctx: ActionContext, prepared: Prepared, clock: Callable[[], datetime]
 ) -> tuple[list[Outcome], DeliveryOutcome]:
@@ -88,34 +62,19 @@ async def send(
         raise ValueError("a webhook call without its delivery row (see prepare)")
     config = prepared.runs[0].config
     headers = {"Content-Type": "application/json", **dict(config.get("headers") or {})}
-    status: int | None = None
-    note = ""
-    try:
-        response = await ctx.webhook_http.request(
-            str(config.get("method") or "POST"),
-            str(config["url"]),
-            headers=headers,
-            content=orjson.dumps(prepared.body),
-            timeout=ctx.settings.webhook_timeout,
-            max_bytes=ctx.settings.webhook_max_response_bytes,
-        )
-        status = response.status_code
-        state, error = judge(status)
-    except ResponseTooLarge as exc:
-        # The receiver answered; only its answer's body was too long to read. Its status decides.
-        status = exc.status_code
-        cap = ctx.settings.webhook_max_response_bytes
-        note = f"; the answer's body was larger than {cap} bytes and was not read"
-        state, error = judge(status) if status is not None else (DeliveryState.FAILED, str(exc))
-    except (BlockedDestination, InvalidUrl) as exc:
-        state, error = DeliveryState.ERRORED, f"blocked destination: {exc}"
-    except OutboundTimeout as exc:
-        state, error = DeliveryState.FAILED, f"the receiver did not answer in time: {exc}"
-    except OutboundError as exc:
-        state, error = DeliveryState.FAILED, f"the call failed: {exc}"
+    call = await call_webhook(
+        ctx.webhook_http,
+        str(config.get("method") or "POST"),
+        str(config["url"]),
+        headers=headers,
+        content=orjson.dumps(prepared.body),
+        timeout=ctx.settings.webhook_timeout,
+        max_response_bytes=ctx.settings.webhook_max_response_bytes,
+    )
+    state, status = DeliveryState(call.state), call.http_status
     # Some exceptions name the URL whole or echo a header: the text is shown by the API, so the
     # secrets are hidden as everywhere else in responses.
-    error = scrub_secrets((error + note).removeprefix("; "), config)
+    error = scrub_secrets(call.error, config)
     delivery = DeliveryOutcome(prepared.row["id"], state, status, error, clock())
     result = {"http_status": status} if state == DeliveryState.SUCCEEDED else None
     outcomes = [
