@@ -18,6 +18,7 @@ from app.feeds.router import feed_routers
 from app.feeds.wire import TelemetryInput
 from app.kit.v1_wire import ErrorOut as FeedErrorOut
 from app.mail import specs
+from app.mail.events.described import events_openapi
 from app.mail.router import mail_router
 from app.mail.schemas import ErrorOut
 from app.models import DeliveryState, RunState
@@ -170,6 +171,7 @@ def mail_openapi() -> dict[str, Any]:
     document["security"] = [{"bearerAuth": []}]
     _add_inputs(document)
     _add_common_responses(document)
+    document["webhooks"] = events_openapi(components["schemas"])
     for unused in ("HTTPValidationError", "ValidationError"):
         components["schemas"].pop(unused, None)
     return document

@@ -53,12 +53,15 @@ class Domains:
     feeds: FeedJobs
     watches: WatchJobs
     identity: IdentityJobs
+    # Bounce reports read from an IMAP mailbox, when TIDINGS_BOUNCE_IMAP_URL names one.
+    bounces: JobSet | None
     # The account webhooks' events out (app/mail/events/).
     events: EventDelivery
     mail: MailJobs
 
     def all(self) -> list[JobSet]:
-        return [self.feeds, self.watches, self.identity, self.events, self.mail]
+        optional = [self.bounces] if self.bounces is not None else []
+        return [self.feeds, self.watches, self.identity, *optional, self.events, self.mail]
 
 
 class Scheduler:
@@ -72,10 +75,17 @@ class Scheduler:
     def domains(self) -> Domains:
         if self._domains is None:
             settings, factory = self.settings, self.session_factory
+            bounces = None
+            if settings.bounce_imap_url:
+                from app.mail.bounce_imap import BounceMailboxJobs
+
+                bounces = BounceMailboxJobs(settings, factory)
+                log.info("bounces are read from the IMAP mailbox %s", bounces.mailbox.describe())
             self._domains = Domains(
                 feeds=FeedJobs(settings, factory, on_new_items=enqueue_first_runs),
                 watches=WatchJobs(settings, factory),
                 identity=IdentityJobs(factory),
+                bounces=bounces,
                 events=EventDelivery(settings, factory),
                 mail=MailJobs(settings, factory),
             )

@@ -222,6 +222,23 @@ def claim_batch(
     a later `send_after` instead of leaving them to be claimed again at once.
     """
     now = aware(now)
+    rows = _due_rows(session, now, size)
+    if not rows:
+        return []
+    _cancel_unreachable(session, rows, now)
+    lease_until = now + limits.lease
+    fields = custom_fields_of(session, [row[3] for row in rows if row[-1]]) if load_fields else {}
+    allowed, deferred = _apply_account_limits(session, _claims_of(rows, fields, lease_until), now, limits)
+    _defer(session, deferred, now)
+    if not allowed:
+        return []
+    _mark_sending(session, allowed, lease_until, now)
+    return allowed
+
+
+def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
+    """Up to `size` due deliverables, locked, in queue order, each with its contact's address and names
+    and whether the contact can still receive (the last column)."""
     # Campaigns of paused automations, usually none, looked up first so that the claim below filters
     # on the deliverables' own columns: PostgreSQL misjudges a NOT EXISTS there and sorts the whole
     # queue instead of reading its index in order.
@@ -255,7 +272,7 @@ def claim_batch(
     sendable = and_(
         Contact.deleted_at.is_(None), Contact.unsubscribed_at.is_(None), Contact.bounced_at.is_(None)
     )
-    rows = session.execute(
+    return session.execute(
         select(
             head.c.id,
             head.c.account_id,
@@ -270,8 +287,10 @@ def claim_batch(
         .join(Contact, Contact.id == head.c.contact_id)
         .order_by(head.c.send_after, head.c.id)
     ).all()
-    if not rows:
-        return []
+
+
+def _cancel_unreachable(session: Session, rows: Sequence[Any], now: datetime) -> None:
+    """Cancel the rows whose contact can no longer receive email."""
     cancelled = [row[0] for row in rows if not row[-1]]
     if cancelled:
         session.execute(
@@ -282,10 +301,14 @@ def claim_batch(
             )
             .execution_options(synchronize_session=False)
         )
-    lease_until = now + limits.lease
-    fields = custom_fields_of(session, [row[3] for row in rows if row[-1]]) if load_fields else {}
+
+
+def _claims_of(
+    rows: Sequence[Any], fields: dict[int, dict[str, str]], lease_until: datetime
+) -> list[Claimed]:
+    """What to send for each row whose contact can still receive."""
     # Unpacked by position: named access to 200 rows' columns costs more than the rest of this loop.
-    candidates = [
+    return [
         Claimed(
             row_id,
             account,
@@ -301,14 +324,19 @@ def claim_batch(
         for row_id, account, campaign, contact, tries, email, first, last, sendable in rows
         if sendable
     ]
-    allowed, deferred = _apply_account_limits(session, candidates, now, limits)
+
+
+def _defer(session: Session, deferred: list[tuple[int, datetime]], now: datetime) -> None:
+    """Move the rows pacing or the daily cap hold back to their later `send_after`."""
     if deferred:
         session.execute(
             update(Deliverable),
             [{"id": row_id, "send_after": moment, "updated_at": now} for row_id, moment in deferred],
         )
-    if not allowed:
-        return []
+
+
+def _mark_sending(session: Session, allowed: list[Claimed], lease_until: datetime, now: datetime) -> None:
+    """The claimed rows become `sending` under the lease, one attempt more."""
     session.execute(
         update(Deliverable)
         .where(among(session, Deliverable.id, [claimed.deliverable_id for claimed in allowed], Integer()))
@@ -320,7 +348,6 @@ def claim_batch(
         )
         .execution_options(synchronize_session=False)  # no Deliverable objects in this session to update
     )
-    return allowed
 
 
 def _apply_account_limits(
