@@ -21,6 +21,7 @@ from app.mail import specs
 from app.mail.events.described import events_openapi
 from app.mail.router import mail_router
 from app.mail.schemas import ErrorOut
+from app.models import DeliveryState, RunState
 from app.watches import specs as watch_specs
 from app.watches.router import watch_routers
 
@@ -251,14 +252,13 @@ LISTS = (
     "/v1/actions/{action_id}/activity",
     "/v1/actions/{action_id}/deliveries",
 )
-RUN_STATE_VALUES = ["pending", "running", "succeeded", "gated", "failed", "errored", "skipped"]
 FILTERS: dict[str, list[dict[str, Any]]] = {
     "/v1/actions/{action_id}/activity": [
         {
             "name": "state",
             "in": "query",
             "required": False,
-            "schema": {"type": "string", "enum": RUN_STATE_VALUES},
+            "schema": {"type": "string", "enum": [state.value for state in RunState]},
             "description": "Only runs in this state",
         },
         {
@@ -274,7 +274,7 @@ FILTERS: dict[str, list[dict[str, Any]]] = {
             "name": "state",
             "in": "query",
             "required": False,
-            "schema": {"type": "string", "enum": ["pending", "succeeded", "errored", "failed"]},
+            "schema": {"type": "string", "enum": [state.value for state in DeliveryState]},
             "description": "Only deliveries in this state",
         }
     ],

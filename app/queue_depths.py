@@ -9,7 +9,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from app.models import Deliverable, Source, WatchActionDelivery, WatchActionRun
+from app.models import Deliverable, DeliverableState, RunState, Source, WatchActionDelivery, WatchActionRun
 from app.models.feeds import FAILING_SOURCES
 from app.models.watch_runs import PENDING_DELIVERIES, QUEUED_RUNS, RUNNING_RUNS
 
@@ -26,7 +26,7 @@ class QueueDepths(Collector):
         )
         session = self.session
         # Both states have partial indexes, so this stays cheap on a million-row table.
-        for state in ("queued", "sending"):
+        for state in (DeliverableState.QUEUED, DeliverableState.SENDING):
             count = session.scalar(select(func.count()).where(Deliverable.state == state)) or 0
             depth.add_metric(["deliverables", state], count)
 
@@ -44,9 +44,9 @@ class QueueDepths(Collector):
         running = (
             session.scalar(select(func.count()).select_from(WatchActionRun).where(text(RUNNING_RUNS))) or 0
         )
-        depth.add_metric(["watch_runs", "pending"], queued.get("pending", 0))
+        depth.add_metric(["watch_runs", "pending"], queued.get(RunState.PENDING, 0))
         depth.add_metric(["watch_runs", "running"], running)
-        depth.add_metric(["watch_runs", "retrying"], queued.get("failed", 0))
+        depth.add_metric(["watch_runs", "retrying"], queued.get(RunState.FAILED, 0))
         in_flight = select(func.count()).select_from(WatchActionDelivery).where(text(PENDING_DELIVERIES))
         depth.add_metric(["webhook_deliveries", "pending"], session.scalar(in_flight) or 0)
         yield depth

@@ -23,8 +23,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from app.db import is_sqlite_url
-from app.models import Deliverable, FeedItem, User, WatchActionDelivery, WatchActionRun
-from app.models.watch_runs import TERMINAL_RUN_STATES
+from app.models import TERMINAL_RUN_STATES, Deliverable, FeedItem, User, WatchActionDelivery, WatchActionRun
 from tests.factories import rss_source
 from tests.fake_engine import FakeEngine
 from tests.feeds.conftest import make_feed

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,6 +14,7 @@ from app.db import transaction
 from app.feeds.poll_queue import OnNewItems
 from app.feeds.poller import FeedPoller
 from app.feeds.telemetry_service import heartbeat_due, mark_sent, telemetry_event
+from app.kit.jobs import Job, JobSet
 from app.kit.safe_http import OutboundError
 from app.kit.time import utcnow
 
@@ -23,7 +23,7 @@ log = logging.getLogger("tidings.feeds.jobs")
 TELEMETRY_EVERY = timedelta(days=1)
 
 
-class FeedJobs:
+class FeedJobs(JobSet):
     """The jobs and what they share (one poller, hence one HTTP client, per process). `on_new_items`
     is the poller's hook for the items each poll stores (see poll_queue.OnNewItems)."""
 
@@ -34,11 +34,11 @@ class FeedJobs:
         self.session_factory = session_factory
         self.poller = FeedPoller(settings, session_factory, on_new_items=on_new_items)
 
-    def jobs(self) -> list[tuple[str, float, Callable[[], Awaitable[int]]]]:
+    def jobs(self) -> list[Job]:
         return [
-            ("feed polling", 1.0, self.poller.run_once),
-            ("feed retention", 3600.0, self.prune),
-            ("telemetry", 3600.0, self.send_telemetry),
+            Job("feed polling", 1.0, self.poller.run_once),
+            Job("feed retention", 3600.0, self.prune),
+            Job("telemetry", 3600.0, self.send_telemetry),
         ]
 
     async def prune(self) -> int:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.identity.purge import GRACE, purge_expired
+from app.kit.jobs import Job, JobSet
 from app.kit.time import utcnow
 
 log = logging.getLogger("tidings.identity.jobs")
@@ -17,12 +17,12 @@ log = logging.getLogger("tidings.identity.jobs")
 PURGE_EVERY_SECONDS = 3600.0
 
 
-class IdentityJobs:
+class IdentityJobs(JobSet):
     def __init__(self, session_factory: sessionmaker[Session]) -> None:
         self.session_factory = session_factory
 
-    def jobs(self) -> list[tuple[str, float, Callable[[], Awaitable[int]]]]:
-        return [("identity purge", PURGE_EVERY_SECONDS, self.purge)]
+    def jobs(self) -> list[Job]:
+        return [Job("identity purge", PURGE_EVERY_SECONDS, self.purge)]
 
     async def purge(self) -> int:
         purged = await asyncio.to_thread(purge_expired, self.session_factory, utcnow() - GRACE)

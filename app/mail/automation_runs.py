@@ -41,7 +41,15 @@ from sqlalchemy.orm import Session
 from app.db import upsert
 from app.mail.sending.queue import QUEUED_COLUMNS, aware
 from app.mail.suppression_service import not_suppressed
-from app.models import Automation, AutomationItem, AutomationTrigger, Campaign, Contact, Deliverable
+from app.models import (
+    Automation,
+    AutomationItem,
+    AutomationTrigger,
+    Campaign,
+    Contact,
+    Deliverable,
+    DeliverableState,
+)
 from app.models.base import UTCDateTime
 
 
@@ -126,7 +134,7 @@ def shift_queued(session: Session, automation_id: int, by: timedelta, now: datet
     result = session.execute(
         update(Deliverable)
         .where(
-            Deliverable.state == "queued",
+            Deliverable.state == DeliverableState.QUEUED,
             Deliverable.campaign_id.in_(select(Campaign.id).where(Campaign.automation_id == automation_id)),
         )
         .values(send_after=later, updated_at=now)
@@ -184,7 +192,7 @@ def _insert_for(
             literal(account_id),
             AutomationItem.campaign_id,
             Contact.id,
-            literal("queued"),
+            literal(DeliverableState.QUEUED, String()),
             send_after,
             literal(0),
             literal(at, UTCDateTime()),

@@ -21,7 +21,15 @@ from app.mail.campaign_service import campaign_views
 from app.mail.common import owned, paginate, valid_id
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 from app.mail.stats import campaign_stats
-from app.models import Automation, AutomationItem, AutomationTrigger, Campaign, ContactList, Deliverable
+from app.models import (
+    Automation,
+    AutomationItem,
+    AutomationTrigger,
+    Campaign,
+    ContactList,
+    Deliverable,
+    DeliverableState,
+)
 
 AUTOMATIONS_PER_PAGE = 100
 DEFAULT_DELAY_HOURS = 24
@@ -150,10 +158,10 @@ def cancel_automation_sends(session: Session, automation_id: int) -> None:
     session.execute(
         update(Deliverable)
         .where(
-            Deliverable.state == "queued",
+            Deliverable.state == DeliverableState.QUEUED,
             Deliverable.campaign_id.in_(select(Campaign.id).where(Campaign.automation_id == automation_id)),
         )
-        .values(state="cancelled", updated_at=utcnow())
+        .values(state=DeliverableState.CANCELLED, updated_at=utcnow())
     )
 
 

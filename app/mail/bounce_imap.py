@@ -20,7 +20,6 @@ import imaplib
 import logging
 import re
 import ssl
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -28,6 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import transaction
+from app.kit.jobs import Job, JobSet
 from app.kit.time import utcnow
 from app.mail.bounce_mailbox import MAX_MESSAGE_BYTES, ingest_message
 from app.mail.sending.queue import BounceRule
@@ -99,7 +99,7 @@ class ImapMailbox:
         return client
 
 
-class BounceMailboxJobs:
+class BounceMailboxJobs(JobSet):
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
         self.mailbox = ImapMailbox.from_url(settings.bounce_imap_url)
         self.interval = settings.bounce_imap_interval
@@ -107,8 +107,8 @@ class BounceMailboxJobs:
         self.tokens = MailTokens(settings.resolved_secret_key)
         self.rule = BounceRule.from_settings(settings)
 
-    def jobs(self) -> list[tuple[str, float, Callable[[], Awaitable[int]]]]:
-        return [("bounce mailbox poll", self.interval, self.poll)]
+    def jobs(self) -> list[Job]:
+        return [Job("bounce mailbox poll", self.interval, self.poll)]
 
     async def poll(self) -> int:
         try:

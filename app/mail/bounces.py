@@ -57,7 +57,7 @@ from app.mail.events.types import EventType
 from app.mail.input import laravel_errors
 from app.mail.sending.queue import BounceRule, stop_bouncing_campaigns
 from app.mail.suppression_service import suppress_contacts
-from app.models import Contact, Deliverable
+from app.models import Contact, Deliverable, DeliverableState
 
 MAX_REPORTS = 1000
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -165,8 +165,8 @@ def _hard_bounces(session: Session, targets: list[Target], now: datetime) -> Non
     _tell(session, EventType.CONTACT_BOUNCED, _stamp_once(session, Deliverable.bounced_at, ids, now), now)
     session.execute(
         update(Deliverable)
-        .where(Deliverable.id.in_(ids), Deliverable.state == "sent")
-        .values(state="bounced", updated_at=now)
+        .where(Deliverable.id.in_(ids), Deliverable.state == DeliverableState.SENT)
+        .values(state=DeliverableState.BOUNCED, updated_at=now)
         .execution_options(synchronize_session=False)
     )
     contact_ids = sorted({t.contact_id for t in targets})

@@ -47,7 +47,15 @@ from app.mail.events.emit import ContactEvent, emit_contact_events, emit_per_acc
 from app.mail.events.types import EventType
 from app.mail.field_service import set_field_values
 from app.mail.specs import BatchContact, ContactCreate, ContactFieldIn, ContactFilter, ContactUpdate
-from app.models import Account, Campaign, Contact, ContactFieldValue, Deliverable, ListMembership
+from app.models import (
+    Account,
+    Campaign,
+    Contact,
+    ContactFieldValue,
+    Deliverable,
+    DeliverableState,
+    ListMembership,
+)
 from app.state import app_state
 
 CONTACTS_PER_PAGE = 100
@@ -575,8 +583,8 @@ def cancel_queued(session: Session, *contact_ids: int) -> None:
         return
     session.execute(
         update(Deliverable)
-        .where(Deliverable.contact_id.in_(contact_ids), Deliverable.state == "queued")
-        .values(state="cancelled", updated_at=utcnow())
+        .where(Deliverable.contact_id.in_(contact_ids), Deliverable.state == DeliverableState.QUEUED)
+        .values(state=DeliverableState.CANCELLED, updated_at=utcnow())
     )
 
 
@@ -667,7 +675,7 @@ def contact_activity(session: Session, request: Request, contact: Contact) -> di
     ).one()
     query = (
         select(Deliverable)
-        .where(Deliverable.contact_id == contact.id, Deliverable.state != "cancelled")
+        .where(Deliverable.contact_id == contact.id, Deliverable.state != DeliverableState.CANCELLED)
         .order_by(Deliverable.id.desc())
     )
     paged = paginate(session, request, query, ACTIVITY_PER_PAGE)

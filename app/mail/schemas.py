@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
 from app.kit.time import iso
+from app.kit.wire_enum import inline_enum
+from app.models import CampaignState
 
 Timestamp = Annotated[datetime, PlainSerializer(iso, return_type=str)]
 OptionalTimestamp = Annotated[datetime | None, PlainSerializer(iso, return_type=str | None)]
@@ -41,10 +43,13 @@ class ContactListOut(Out):
     updated_at: Timestamp
 
 
-SendingState = Literal["draft", "queued", "sending", "sent", "halted"]
-
 # Beyond SendFox (added fields; its clients ignore them): where sending stands, and the campaign's
 # emails by where they are.
+if TYPE_CHECKING:
+    SendingState = CampaignState
+else:  # documented inline (app/kit/wire_enum.py)
+    SendingState = inline_enum(CampaignState)
+
 SendingStateField = Annotated[
     SendingState,
     Field(

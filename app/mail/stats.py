@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
-from app.mail.schemas import CampaignStatsOut, SendingState
-from app.models import Campaign, CampaignList, Deliverable
+from app.mail.schemas import CampaignStatsOut
+from app.models import Campaign, CampaignList, CampaignState, Deliverable, DeliverableState
 
 
 def _percent(part: int, whole: int) -> float:
@@ -31,16 +31,16 @@ class SendingTotals:
     failed: int = 0
     cancelled: int = 0
 
-    def state(self, campaign: Campaign) -> SendingState:
+    def state(self, campaign: Campaign) -> CampaignState:
         if campaign.halted_at is not None:
-            return "halted"
+            return CampaignState.HALTED
         if self.pending:
-            return "sending"
+            return CampaignState.SENDING
         # A fan-out sets sent_at and queues the emails together: none queued after it means done
         # (also for a campaign that had no recipients). An automation email has deliverables only.
         if campaign.sent_at is not None or self.recipients:
-            return "sent"
-        return "queued" if campaign.scheduled_at is not None else "draft"
+            return CampaignState.SENT
+        return CampaignState.QUEUED if campaign.scheduled_at is not None else CampaignState.DRAFT
 
     def wire(self, campaign: Campaign) -> dict[str, Any]:
         return {
@@ -53,13 +53,17 @@ class SendingTotals:
 
 
 def _totals_columns() -> list[Any]:
-    refused = and_(Deliverable.sent_at.is_(None), Deliverable.state.in_(("failed", "bounced")))
+    refused = and_(
+        Deliverable.sent_at.is_(None),
+        Deliverable.state.in_((DeliverableState.FAILED, DeliverableState.BOUNCED)),
+    )
+    pending = Deliverable.state.in_((DeliverableState.QUEUED, DeliverableState.SENDING))
     return [
         func.count().label("recipients"),
-        func.count(case((Deliverable.state.in_(("queued", "sending")), 1))).label("pending"),
+        func.count(case((pending, 1))).label("pending"),
         func.count(Deliverable.sent_at).label("sent"),
         func.count(case((refused, 1))).label("failed"),
-        func.count(case((Deliverable.state == "cancelled", 1))).label("cancelled"),
+        func.count(case((Deliverable.state == DeliverableState.CANCELLED, 1))).label("cancelled"),
     ]
 
 

@@ -32,7 +32,7 @@ from app.kit.time import utcnow
 from app.mail.common import paginate
 from app.mail.schemas import SuppressionOut
 from app.mail.specs import MAX_EMAIL_LENGTH, SuppressionCreate
-from app.models import Contact, Deliverable, Suppression
+from app.models import Contact, Deliverable, DeliverableState, Suppression
 from app.models.base import UTCDateTime
 
 SUPPRESSIONS_PER_PAGE = 100
@@ -91,14 +91,14 @@ def add_suppressions(session: Session, principal: Principal, body: SuppressionCr
     session.execute(
         update(Deliverable)
         .where(
-            Deliverable.state == "queued",
+            Deliverable.state == DeliverableState.QUEUED,
             Deliverable.contact_id.in_(
                 select(Contact.id).where(
                     Contact.account_id == account_id, among(session, Contact.email_key, keys, String())
                 )
             ),
         )
-        .values(state="cancelled", error="the address is suppressed", updated_at=now)
+        .values(state=DeliverableState.CANCELLED, error="the address is suppressed", updated_at=now)
         .execution_options(synchronize_session=False)
     )
     return len(added), len(by_key) - len(added)

@@ -2,7 +2,7 @@
 
 from app.models.automations import TRIGGER_TYPES, Automation, AutomationItem, AutomationTrigger
 from app.models.base import Base
-from app.models.campaigns import DELIVERABLE_STATES, Campaign, CampaignList, Deliverable
+from app.models.campaigns import Campaign, CampaignList, Deliverable
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
 from app.models.dkim import DKIM_ALGORITHMS, DkimKey
 from app.models.feeds import FEED_KINDS, SOURCE_KINDS, Feed, FeedItem, Source
@@ -10,16 +10,18 @@ from app.models.forms import Form, FormList
 from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, User, UserSession
 from app.models.lists import ContactList
 from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
+from app.models.states import (
+    TERMINAL_RUN_STATES,
+    ActionKind,
+    CampaignState,
+    DeliverableState,
+    DeliveryState,
+    RunState,
+)
 from app.models.suppressions import SUPPRESSION_REASONS, Suppression
 from app.models.telemetry import TelemetrySetting
-from app.models.watch_runs import (
-    DELIVERY_STATES,
-    RUN_STATES,
-    TERMINAL_RUN_STATES,
-    WatchActionDelivery,
-    WatchActionRun,
-)
-from app.models.watches import ACTION_KINDS, Watch, WatchAction, WatchFeed
+from app.models.watch_runs import WatchActionDelivery, WatchActionRun
+from app.models.watches import Watch, WatchAction, WatchFeed
 from app.models.webhooks import (
     ATTEMPT_STATES,
     EVENT_STATES,
@@ -29,32 +31,32 @@ from app.models.webhooks import (
 )
 
 __all__ = [
-    "ACTION_KINDS",
     "ATTEMPT_STATES",
-    "DELIVERABLE_STATES",
-    "DELIVERY_STATES",
     "DKIM_ALGORITHMS",
     "EVENT_STATES",
     "FEED_KINDS",
     "PLANS",
-    "RUN_STATES",
     "SOURCE_KINDS",
     "SUPPRESSION_REASONS",
     "TERMINAL_RUN_STATES",
     "TRIGGER_TYPES",
     "Account",
     "AccountWebhook",
+    "ActionKind",
     "Automation",
     "AutomationItem",
     "AutomationTrigger",
     "Base",
     "Campaign",
     "CampaignList",
+    "CampaignState",
     "Contact",
     "ContactField",
     "ContactFieldValue",
     "ContactList",
     "Deliverable",
+    "DeliverableState",
+    "DeliveryState",
     "DeviceSession",
     "DkimKey",
     "Feed",
@@ -66,6 +68,7 @@ __all__ = [
     "OAuthClient",
     "OAuthToken",
     "PersonalToken",
+    "RunState",
     "Source",
     "Suppression",
     "TelemetrySetting",

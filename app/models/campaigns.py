@@ -8,9 +8,11 @@ from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, Timestamped
+from app.models.states import DeliverableState, StateColumn
 
-# Deliverable states. `cancelled` is a queued row whose contact or automation went away.
-DELIVERABLE_STATES = ("queued", "sending", "sent", "failed", "bounced", "cancelled")
+# The partial indexes' predicates.
+QUEUED_DELIVERABLES = f"state = '{DeliverableState.QUEUED}'"
+SENDING_DELIVERABLES = f"state = '{DeliverableState.SENDING}'"
 
 
 class Campaign(Timestamped, Base):
@@ -58,8 +60,8 @@ class Deliverable(Timestamped, Base):
             "ix_deliverables_queued",
             "send_after",
             "id",
-            postgresql_where=text("state = 'queued'"),
-            sqlite_where=text("state = 'queued'"),
+            postgresql_where=text(QUEUED_DELIVERABLES),
+            sqlite_where=text(QUEUED_DELIVERABLES),
         ),
         Index("ix_deliverables_contact_id", "contact_id"),
         # Has the campaign emails still to settle? (when it finished: app/mail/events/campaign_finish.py)
@@ -73,8 +75,8 @@ class Deliverable(Timestamped, Base):
         Index(
             "ix_deliverables_sending_lease",
             "lease_until",
-            postgresql_where=text("state = 'sending'"),
-            sqlite_where=text("state = 'sending'"),
+            postgresql_where=text(SENDING_DELIVERABLES),
+            sqlite_where=text(SENDING_DELIVERABLES),
         ),
     )
 
@@ -82,7 +84,9 @@ class Deliverable(Timestamped, Base):
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
     contact_id: Mapped[int] = mapped_column(ForeignKey("contacts.id", ondelete="CASCADE"))
-    state: Mapped[str] = mapped_column(String(16), default="queued")
+    state: Mapped[DeliverableState] = mapped_column(
+        StateColumn(DeliverableState, 16), default=DeliverableState.QUEUED
+    )
     # Not sent before this moment (automation delays, retries, pacing). Always set: the queue's order.
     send_after: Mapped[datetime | None] = mapped_column(default=None)
     # A worker's claim on a `sending` row; past it the row goes back to the queue.

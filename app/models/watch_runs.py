@@ -11,17 +11,13 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base
 from app.models.feeds import JsonValue
-
-RUN_STATES = ("pending", "running", "succeeded", "gated", "failed", "errored", "skipped")
-# States a run rests in for good (a `failed` run only once it has a completion time).
-TERMINAL_RUN_STATES = ("succeeded", "gated", "failed", "errored", "skipped")
-DELIVERY_STATES = ("pending", "succeeded", "errored", "failed")
+from app.models.states import ActionKind, DeliveryState, RunState, StateColumn
 
 # The predicates of the partial indexes, also for queries that must match them word for word (a bound
 # parameter in place of a literal state does not prove a partial index usable once a plan is generic).
-QUEUED_RUNS = "state IN ('pending', 'failed') AND completed_at IS NULL"
-RUNNING_RUNS = "state = 'running'"
-PENDING_DELIVERIES = "state = 'pending'"
+QUEUED_RUNS = f"state IN ('{RunState.PENDING}', '{RunState.FAILED}') AND completed_at IS NULL"
+RUNNING_RUNS = f"state = '{RunState.RUNNING}'"
+PENDING_DELIVERIES = f"state = '{DeliveryState.PENDING}'"
 
 
 class WatchActionRun(Base):
@@ -59,8 +55,8 @@ class WatchActionRun(Base):
     feed_item_id: Mapped[str] = mapped_column(String(26))
     feed_id: Mapped[str] = mapped_column(String(26))
     # The action's kind when the run was made (its result's shape).
-    kind: Mapped[str] = mapped_column(String(32))
-    state: Mapped[str] = mapped_column(String(16), default="pending")
+    kind: Mapped[ActionKind] = mapped_column(StateColumn(ActionKind, 32))
+    state: Mapped[RunState] = mapped_column(StateColumn(RunState, 16), default=RunState.PENDING)
     # Attempts started so far; also the fence of a claim (a worker records only the attempt it ran).
     attempts: Mapped[int] = mapped_column(default=0)
     result: Mapped[dict[str, Any] | None] = mapped_column(JsonValue, default=None)
@@ -96,7 +92,9 @@ class WatchActionDelivery(Base):
     action_id: Mapped[str] = mapped_column(ForeignKey("watch_actions.id", ondelete="CASCADE"))
     delivery: Mapped[str] = mapped_column(String(16))
     method: Mapped[str] = mapped_column(String(8))
-    state: Mapped[str] = mapped_column(String(16), default="pending")
+    state: Mapped[DeliveryState] = mapped_column(
+        StateColumn(DeliveryState, 16), default=DeliveryState.PENDING
+    )
     attempt: Mapped[int] = mapped_column(default=0)
     item_count: Mapped[int] = mapped_column(default=0)
     http_status: Mapped[int | None] = mapped_column(default=None)

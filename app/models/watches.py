@@ -10,8 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, Timestamped
 from app.models.feeds import JsonValue
-
-ACTION_KINDS = ("semantic_filter", "extract", "log", "webhook")
+from app.models.states import ActionKind, StateColumn
 
 
 class Watch(Timestamped, Base):
@@ -47,7 +46,7 @@ class WatchAction(Timestamped, Base):
     id: Mapped[str] = mapped_column(String(26), primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     watch_id: Mapped[str] = mapped_column(ForeignKey("watches.id", ondelete="CASCADE"))
-    kind: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[ActionKind] = mapped_column(StateColumn(ActionKind, 32))
     # Dense, 0 to n-1: the chain runs in rank order.
     rank: Mapped[int] = mapped_column()
     # The kind's config as validated on write, secrets included (masked only on the way out).

@@ -14,11 +14,11 @@ from app.kit.errors import NotFound
 from app.kit.ids import normalize_ulid
 from app.kit.v1_input import Cursor, invalid
 from app.models import (
-    DELIVERY_STATES,
-    RUN_STATES,
     TERMINAL_RUN_STATES,
+    DeliveryState,
     Feed,
     FeedItem,
+    RunState,
     WatchAction,
     WatchActionDelivery,
     WatchActionRun,
@@ -30,10 +30,11 @@ WINDOWS = ("24h", "yesterday", "7d", "30d")
 DEFAULT_WINDOW = "7d"
 
 
-def read_choice(value: str | None, allowed: tuple[str, ...], name: str) -> str | None:
+def read_choice(value: str | None, allowed: Iterable[str], name: str) -> str | None:
     """A query parameter that must be one of `allowed` (absent or empty: None); anything else is 400."""
     if value is None or value == "":
         return None
+    allowed = tuple(allowed)
     if value not in allowed:
         raise invalid({name: [f"Unknown {name} {value!r}: use one of {', '.join(allowed)}."]})
     return value
@@ -64,9 +65,10 @@ def run_summary(session: Session, action_id: str, window: str, now: datetime) ->
     )
     if until is not None:
         query = query.where(WatchActionRun.completed_at < until)
-    evaluated = dict.fromkeys(TERMINAL_RUN_STATES, 0)
+    # Keyed by the states' values: the JSON encoder takes only plain strings as keys.
+    evaluated = {state.value: 0 for state in TERMINAL_RUN_STATES}
     for state, count in session.execute(query).all():
-        evaluated[state] = evaluated.get(state, 0) + int(count)
+        evaluated[state.value] = evaluated.get(state.value, 0) + int(count)
     backlog = dict(
         session.execute(
             select(WatchActionRun.state, func.count())
@@ -79,9 +81,10 @@ def run_summary(session: Session, action_id: str, window: str, now: datetime) ->
         "since": since,
         "until": until,
         "evaluated": evaluated,
-        "pending": int(backlog.get("pending", 0)),
-        "running": int(backlog.get("running", 0)),
-        "retrying": int(backlog.get("failed", 0)),
+        "pending": int(backlog.get(RunState.PENDING, 0)),
+        "running": int(backlog.get(RunState.RUNNING, 0)),
+        # A failed run without a completion time waits for its retry.
+        "retrying": int(backlog.get(RunState.FAILED, 0)),
     }
 
 
@@ -127,7 +130,7 @@ def run_page(
     window: str | None,
     now: datetime,
 ) -> dict[str, Any]:
-    state = read_choice(state, RUN_STATES, "state")
+    state = read_choice(state, RunState, "state")
     window = read_choice(window, WINDOWS, "window") or DEFAULT_WINDOW
     action = find_action(session, account_id, action_id)
     query = select(WatchActionRun).where(WatchActionRun.action_id == action.id)
@@ -173,7 +176,7 @@ def run_view(session: Session, account_id: int, run_id: str) -> dict[str, Any]:
 def delivery_page(
     session: Session, account_id: int, action_id: str, cursor: Cursor, *, state: str | None
 ) -> dict[str, Any]:
-    state = read_choice(state, DELIVERY_STATES, "state")
+    state = read_choice(state, DeliveryState, "state")
     action = find_action(session, account_id, action_id)
     query = select(WatchActionDelivery).where(WatchActionDelivery.action_id == action.id)
     if state is not None:

@@ -16,22 +16,17 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from app.identity.principal import Principal
 from app.kit.ids import new_ulid, normalize_ulid
-from app.kit.safe_http import literal_host_problem
 from app.kit.v1_input import field_errors, invalid
-from app.models import Watch, WatchAction
+from app.models import ActionKind, Watch, WatchAction
+from app.watches.actions import ACTIONS
 from app.watches.engines.base import SetupProblem
 from app.watches.lookup import find_action, find_watch
-from app.watches.secrets import restore_secrets
-from app.watches.specs import CONFIG_MODELS, MAX_ACTIONS, ActionInput
+from app.watches.specs import MAX_ACTIONS, ActionInput
 from app.watches.wire import action_wire
 
 # Ranks move out of the way through this offset first, so the unique (watch_id, rank) never sees two
 # actions at one rank while a chain is renumbered.
 RANK_OFFSET = 1_000_000
-
-
-# The actions that call an engine: their config has an `engine` (EngineSpec).
-ENGINE_ACTIONS = ("semantic_filter", "extract")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,17 +42,17 @@ class ActionRules:
 class CheckedAction:
     """An action input that passed validation: its kind and the config to store (secrets restored)."""
 
-    kind: str
+    kind: ActionKind
     config: dict[str, Any]
     existing: WatchAction | None = None
 
 
 def engine_errors(
-    kind: str, config: dict[str, Any], path: str, errors: dict[str, list[str]], rules: ActionRules
+    kind: ActionKind, config: dict[str, Any], path: str, errors: dict[str, list[str]], rules: ActionRules
 ) -> bool:
     """An engine action whose engine cannot run here (none configured, the optional package missing)
     goes into `errors` with what GET /v1/engines says of it: accepted, it would only fail every run."""
-    if kind not in ENGINE_ACTIONS:
+    if not ACTIONS[kind].uses_engine:
         return False
     problem = rules.engine_problem(str(config["engine"]["kind"]))
     if problem is None:
@@ -75,30 +70,23 @@ def check_action(
     rules: ActionRules,
 ) -> CheckedAction | None:
     """Validates one action input into `errors` (paths under `path`); None when it is invalid."""
-    model = CONFIG_MODELS[item.kind]
+    kind = ActionKind(item.kind)
+    action = ACTIONS[kind]
     try:
-        config = model.model_validate(item.config).model_dump(mode="json")
+        config = action.config_model.model_validate(item.config).model_dump(mode="json")
     except ValidationError as exc:
         for name, messages in field_errors(exc, prefix=f"{path}.config").items():
             errors.setdefault(name, []).extend(messages)
         return None
-    if engine_errors(item.kind, config, path, errors, rules):
+    if engine_errors(kind, config, path, errors, rules):
         return None
-    if item.kind == "webhook":
-        stored = prior.config if prior is not None and prior.kind == "webhook" else None
-        config, unresolved = restore_secrets(config, stored)
-        for name in unresolved:
-            errors.setdefault(f"{path}.config.{name}", []).append(
-                "Left masked (***) with no stored value to keep (a header's stored value stays with its"
-                " destination): send the real value."
-            )
-        if unresolved:
-            return None
-        problem = literal_host_problem(config["url"], allow_private=rules.allow_private)
-        if problem is not None:
-            errors.setdefault(f"{path}.config.url", []).append(f"The URL {problem}.")
-            return None
-    return CheckedAction(item.kind, config, prior)
+    stored = prior.config if prior is not None and prior.kind == kind else None
+    config, problems = action.checked(config, stored, allow_private=rules.allow_private)
+    for name, messages in problems.items():
+        errors.setdefault(f"{path}.config.{name}", []).extend(messages)
+    if problems:
+        return None
+    return CheckedAction(kind, config, prior)
 
 
 def chain_of(session: Session, watch_id: str) -> list[WatchAction]:

@@ -23,8 +23,9 @@ from app.config import Settings
 from app.db import transaction
 from app.kit.safe_http import SafeHttp
 from app.kit.time import utcnow
-from app.watches.actions import extract, log, semantic_filter, webhook
-from app.watches.actions.base import ActionContext, Unreadable
+from app.models import DeliveryState, RunState
+from app.watches.actions import ACTIONS
+from app.watches.actions.base import Action, ActionContext, Performed, Prepared, Unreadable
 from app.watches.engines.registry import Engines
 from app.watches.run_queue import (
     ClaimedRun,
@@ -117,20 +118,22 @@ class RunDrain:
             return len(claim)
         outcomes: list[Outcome] = []
         deliveries: list[DeliveryOutcome] = []
-        pending: list[webhook.PreparedDelivery] = []
-        work = []
+        ready: list[tuple[Action, Prepared]] = []
         for group in _group(claim.runs):
-            if group[0].kind == "webhook":
-                prepared, errored = webhook.prepare(group, now)
-                outcomes.extend(errored)
-                if prepared is not None:
-                    pending.append(prepared)
-            else:
-                work.append(self._perform(group))
-        if pending:
-            rows = [p.row for p in pending]
+            action = ACTIONS.get(group[0].kind)
+            if action is None:
+                error = f"unknown action kind {group[0].kind!r}"
+                outcomes.extend(Outcome(run, RunState.ERRORED, error=error) for run in group)
+                continue
+            prepared = action.prepare(group, now)
+            outcomes.extend(prepared.errored)
+            if prepared.runs:
+                ready.append((action, prepared))
+        # The deliveries about to be made, `pending` before their calls, in one transaction.
+        rows = [prepared.row for _, prepared in ready if prepared.row is not None]
+        if rows:
             await self._db(lambda session: open_deliveries(session, rows))
-            work.extend(self._deliver(p) for p in pending)
+        work = [self._perform(action, prepared) for action, prepared in ready]
         tasks = {asyncio.ensure_future(job) for job in work}
         while True:
             # What finished is recorded within a second or so, even while a slow receiver or engine
@@ -176,40 +179,24 @@ class RunDrain:
 
     # --- performing ---
 
-    async def _perform(self, group: list[ClaimedRun]) -> tuple[list[Outcome], DeliveryOutcome | None]:
-        first = group[0]
+    async def _perform(self, action: Action, prepared: Prepared) -> Performed:
+        first, row = prepared.runs[0], prepared.row
         async with self.slots:
             try:
-                if first.kind == "log":
-                    return log.perform(group), None
-                if first.kind == "semantic_filter":
-                    return [await semantic_filter.perform(self.context, first)], None
-                if first.kind == "extract":
-                    return [await extract.perform(self.context, first)], None
-                return [
-                    Outcome(run, "errored", error=f"unknown action kind {run.kind!r}") for run in group
-                ], None
+                return await action.perform(self.context, prepared, self.clock)
             except Unreadable as exc:
-                return [Outcome(run, "errored", error=str(exc)) for run in group], None
+                return [Outcome(run, RunState.ERRORED, error=str(exc)) for run in prepared.runs], None
             except Exception as exc:  # a defect, not a transient failure: retrying would not help
                 logger.exception("action %s (%s) failed on run %s", first.action_id, first.kind, first.run_id)
-                error = f"internal error: {type(exc).__name__}: {exc}"[:1000]
-                return [Outcome(run, "errored", error=error) for run in group], None
-
-    async def _deliver(
-        self, prepared: webhook.PreparedDelivery
-    ) -> tuple[list[Outcome], DeliveryOutcome | None]:
-        async with self.slots:
-            try:
-                outcomes, delivery = await webhook.send(self.context, prepared, self.clock)
-            except Exception as exc:
-                logger.exception("webhook delivery %s failed", prepared.row["id"])
                 error = f"internal error: {type(exc).__name__}: {exc}"
-                # Shown by the API: the webhook's URL and headers hidden, as in every response.
-                error = scrub_secrets(error, prepared.runs[0].config)[:1000]
-                delivery = DeliveryOutcome(prepared.row["id"], "errored", None, error, self.clock())
+                # Shown by the API: a webhook's URL and headers hidden, as in every response.
+                error = scrub_secrets(error, first.config)[:1000]
+                delivery_id = row["id"] if row is not None else None
                 outcomes = [
-                    Outcome(run, "errored", error=error, delivery_id=prepared.row["id"])
+                    Outcome(run, RunState.ERRORED, error=error, delivery_id=delivery_id)
                     for run in prepared.runs
                 ]
-            return outcomes, delivery
+                if delivery_id is None:
+                    return outcomes, None
+                done = self.clock()
+                return outcomes, DeliveryOutcome(delivery_id, DeliveryState.ERRORED, None, error, done)

@@ -3,25 +3,24 @@ claims or records while the other waits on engines and receivers) and the sweep 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
+from app.kit.jobs import Job, JobSet
 from app.watches.drain import RunDrain
 
 DRAIN_LANES = 2
 
 
-class WatchJobs:
+class WatchJobs(JobSet):
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
         self.drain = RunDrain(settings, session_factory)
 
-    def jobs(self) -> list[tuple[str, float, Callable[[], Awaitable[int]]]]:
+    def jobs(self) -> list[Job]:
         sweep_every = max(min(self.drain.lease.total_seconds() / 10, 60.0), 1.0)
         return [
-            *[(f"run drain lane {n}", 0.5, self.drain.run_once) for n in range(DRAIN_LANES)],
-            ("stale run sweep", sweep_every, self.sweep),
+            *[Job(f"run drain lane {n}", 0.5, self.drain.run_once) for n in range(DRAIN_LANES)],
+            Job("stale run sweep", sweep_every, self.sweep),
         ]
 
     async def sweep(self) -> int:

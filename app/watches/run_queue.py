@@ -39,7 +39,10 @@ from sqlalchemy.orm import Session, aliased
 from app.db import among, skip_locked, upsert
 from app.kit.ids import new_ulid
 from app.models import (
+    ActionKind,
+    DeliveryState,
     FeedItem,
+    RunState,
     Watch,
     WatchAction,
     WatchActionDelivery,
@@ -54,7 +57,7 @@ DELIVERIES = cast_type(Table, WatchActionDelivery.__table__)
 MAX_ATTEMPTS = 3
 # After the first and the second failed attempt: all three within five minutes.
 RETRY_DELAYS = (timedelta(seconds=10), timedelta(seconds=60))
-QUEUED = ("pending", "failed")
+QUEUED = (RunState.PENDING, RunState.FAILED)
 PAUSED = "skipped: the watch is paused"
 
 
@@ -77,7 +80,7 @@ class ClaimedRun:
     watch_id: str
     watch_name: str
     action_id: str
-    kind: str
+    kind: ActionKind
     config: dict[str, Any]
     feed_item_id: str
     feed_id: str
@@ -89,7 +92,7 @@ class ClaimedRun:
 @dataclass(slots=True)
 class Outcome:
     run: ClaimedRun
-    state: str
+    state: RunState
     result: dict[str, Any] | None = None
     error: str = ""
     delivery_id: str | None = None
@@ -98,7 +101,7 @@ class Outcome:
 @dataclass(slots=True)
 class DeliveryOutcome:
     delivery_id: str
-    state: str
+    state: DeliveryState
     http_status: int | None
     error: str
     completed_at: datetime
@@ -145,7 +148,7 @@ def enqueue_first_runs(session: Session, item_ids: Sequence[str], now: datetime)
             FeedItem.id,
             FeedItem.feed_id,
             WatchAction.kind,
-            literal("pending"),
+            literal(RunState.PENDING, String()),
             literal(0),
             literal(""),
             literal(now, type_=WatchActionRun.created_at.type),
@@ -196,8 +199,10 @@ def window_of(moment: datetime, interval_seconds: int) -> tuple[datetime, dateti
     )
 
 
-def _is_digest(kind: str, config: dict[str, Any]) -> bool:
-    return kind in ("log", "webhook") and config.get("delivery") == "digest"
+def _is_digest(config: dict[str, Any]) -> bool:
+    """Whether an action's runs go out in windows: a config is stored as its kind's model validated it
+    (app/watches/specs.py), so only the kinds with a delivery cadence have a `delivery`."""
+    return config.get("delivery") == "digest"
 
 
 def claim_runs(session: Session, now: datetime, limit: int, digest_cap: int) -> Claim:
@@ -275,14 +280,14 @@ def _sort_due(
         if not watch.is_active:
             skipped.append(row.id)
             continue
-        if _is_digest(action.kind, action.config) and row.window_end is None:
+        if _is_digest(action.config) and row.window_end is None:
             interval = int(action.config.get("digest_interval_seconds") or 0)
             end = window_of(now, interval)[1]
             if end > now:
                 parked.setdefault(end, []).append(row.id)
                 continue
         taken.append(row)
-        if _is_digest(action.kind, action.config) and row.window_end is not None:
+        if _is_digest(action.config) and row.window_end is not None:
             windows[(row.action_id, row.window_end)] = windows.get((row.action_id, row.window_end), 0) + 1
     return runs
 
@@ -316,7 +321,7 @@ def _mark_claimed(session: Session, runs: _SortedRuns, now: datetime) -> None:
         session.execute(
             update(WatchActionRun)
             .where(WatchActionRun.id.in_(skipped))
-            .values(state="skipped", error=PAUSED, completed_at=now, scheduled_at=None)
+            .values(state=RunState.SKIPPED, error=PAUSED, completed_at=now, scheduled_at=None)
         )
     for end, ids in parked.items():
         session.execute(
@@ -326,7 +331,7 @@ def _mark_claimed(session: Session, runs: _SortedRuns, now: datetime) -> None:
         session.execute(
             update(WatchActionRun)
             .where(WatchActionRun.id.in_([row.id for row in taken]))
-            .values(state="running", started_at=now, attempts=WatchActionRun.attempts + 1)
+            .values(state=RunState.RUNNING, started_at=now, attempts=WatchActionRun.attempts + 1)
         )
 
 
@@ -365,7 +370,7 @@ def _claimed(
         detail = details[row.id]
         action = actions[row.action_id]
         window = None
-        if _is_digest(action.kind, action.config):
+        if _is_digest(action.config):
             interval = int(action.config.get("digest_interval_seconds") or 0)
             # Without an interval a digest is whatever is queued at this pass.
             end = row.window_end or now
@@ -409,7 +414,7 @@ def _final(outcome: Outcome, now: datetime) -> dict[str, Any]:
         "b_completed_at": now,
         "b_scheduled_at": None,
     }
-    if outcome.state == "failed" and outcome.run.attempt < MAX_ATTEMPTS:
+    if outcome.state == RunState.FAILED and outcome.run.attempt < MAX_ATTEMPTS:
         delay = RETRY_DELAYS[min(outcome.run.attempt, len(RETRY_DELAYS)) - 1]
         values["b_completed_at"] = None
         values["b_scheduled_at"] = now + delay
@@ -450,7 +455,7 @@ def record_outcomes(
             select(WatchActionRun.id, WatchActionRun.attempts)
             .where(
                 WatchActionRun.id.in_([o.run.run_id for o in outcomes]),
-                WatchActionRun.state == "running",
+                WatchActionRun.state == RunState.RUNNING,
             )
             .with_for_update()
         ).all()
@@ -472,7 +477,7 @@ def record_outcomes(
         ),
         [_final(o, now) for o in mine],
     )
-    advance(session, [o.run for o in mine if o.state == "succeeded"], now)
+    advance(session, [o.run for o in mine if o.state == RunState.SUCCEEDED], now)
     return len(mine)
 
 
@@ -481,7 +486,7 @@ def advance(session: Session, runs: Sequence[ClaimedRun], now: datetime) -> int:
     stands now); none after the last action."""
     if not runs:
         return 0
-    chains: dict[str, list[tuple[int, str, str]]] = {}
+    chains: dict[str, list[tuple[int, str, ActionKind]]] = {}
     for watch_id, rank, action_id, kind in session.execute(
         select(WatchAction.watch_id, WatchAction.rank, WatchAction.id, WatchAction.kind)
         .where(WatchAction.watch_id.in_({run.watch_id for run in runs}))
@@ -504,7 +509,7 @@ def advance(session: Session, runs: Sequence[ClaimedRun], now: datetime) -> int:
                 "feed_item_id": run.feed_item_id,
                 "feed_id": run.feed_id,
                 "kind": next_kind,
-                "state": "pending",
+                "state": RunState.PENDING,
                 "attempts": 0,
                 "error": "",
                 "created_at": now,
@@ -531,7 +536,7 @@ def take_back_stale(session: Session, now: datetime, lease: timedelta) -> int:
     stale = list(
         session.execute(
             select(WatchActionRun.id, WatchActionRun.attempts)
-            .where(WatchActionRun.state == "running", WatchActionRun.started_at < cutoff)
+            .where(WatchActionRun.state == RunState.RUNNING, WatchActionRun.started_at < cutoff)
             .with_for_update(**skip_locked(session))
         ).all()
     )
@@ -544,17 +549,21 @@ def take_back_stale(session: Session, now: datetime, lease: timedelta) -> int:
         session.execute(
             update(WatchActionRun)
             .where(WatchActionRun.id.in_(spent))
-            .values(state="failed", error=message, completed_at=now, scheduled_at=None)
+            .values(state=RunState.FAILED, error=message, completed_at=now, scheduled_at=None)
         )
     if retry:
         session.execute(
             update(WatchActionRun)
             .where(WatchActionRun.id.in_(retry))
-            .values(state="failed", error=message, scheduled_at=now)
+            .values(state=RunState.FAILED, error=message, scheduled_at=now)
         )
     session.execute(
         update(WatchActionDelivery)
-        .where(WatchActionDelivery.state == "pending", WatchActionDelivery.started_at < cutoff)
-        .values(state="failed", error="the worker stopped before the call was recorded", completed_at=now)
+        .where(WatchActionDelivery.state == DeliveryState.PENDING, WatchActionDelivery.started_at < cutoff)
+        .values(
+            state=DeliveryState.FAILED,
+            error="the worker stopped before the call was recorded",
+            completed_at=now,
+        )
     )
     return len(stale)

@@ -39,10 +39,8 @@ def target_host(url: str) -> str:
     return f"{host}:{port}" if port else host
 
 
-def masked_config(kind: str, config: dict[str, Any]) -> dict[str, Any]:
-    """The config as responses show it."""
-    if kind != "webhook":
-        return config
+def masked_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A webhook's config as responses show it."""
     shown = dict(config)
     shown["url"] = mask_url(str(config.get("url", "")))
     shown["headers"] = dict.fromkeys(config.get("headers") or {}, MASK)

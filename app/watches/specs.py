@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from app.kit.v1_input import MAX_INTEGER
-from app.models import ACTION_KINDS
+from app.models import ActionKind
 from app.watches.engines.names import ENGINE_KINDS, SEMANTIC_ONLY_ENGINES
 
 MAX_ACTIONS = 50
@@ -190,12 +190,6 @@ class WebhookConfig(_Delivery):
 
 
 ActionConfig = SemanticFilterConfig | ExtractConfig | LogConfig | WebhookConfig
-CONFIG_MODELS: dict[str, type[_Config]] = {
-    "semantic_filter": SemanticFilterConfig,
-    "extract": ExtractConfig,
-    "log": LogConfig,
-    "webhook": WebhookConfig,
-}
 
 
 class ActionInput(BaseModel):
@@ -212,14 +206,15 @@ class ActionInput(BaseModel):
 
     @field_validator("kind")
     @classmethod
-    def _known(cls, value: str) -> str:
-        if value not in ACTION_KINDS:
+    def _known(cls, value: str) -> ActionKind:
+        try:
+            return ActionKind(value)
+        except ValueError:
             raise PydanticCustomError(
                 "action_kind",
                 "unknown action kind {kind!r}: use one of {known}",
-                {"kind": value, "known": ", ".join(ACTION_KINDS)},
-            )
-        return value
+                {"kind": value, "known": ", ".join(ActionKind)},
+            ) from None
 
 
 WatchName = Annotated[str, Field(max_length=200), AfterValidator(_not_blank)]

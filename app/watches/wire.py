@@ -3,17 +3,21 @@ them from rows. Webhook secrets are masked here, on the way out, and nowhere els
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from app.kit.v1_wire import Timestamp
-from app.models import Watch, WatchAction, WatchActionDelivery, WatchActionRun
-from app.watches.secrets import masked_config
-from app.watches.summaries import action_detail
+from app.kit.wire_enum import inline_enum
+from app.models import DeliveryState, RunState, Watch, WatchAction, WatchActionDelivery, WatchActionRun
+from app.watches.actions import ACTIONS
 
-RunState = Literal["pending", "running", "succeeded", "gated", "failed", "errored", "skipped"]
-DeliveryState = Literal["pending", "succeeded", "errored", "failed"]
+if TYPE_CHECKING:
+    RunStateField = RunState
+    DeliveryStateField = DeliveryState
+else:  # documented inline (app/kit/wire_enum.py)
+    RunStateField = inline_enum(RunState)
+    DeliveryStateField = inline_enum(DeliveryState)
 EnrichmentStatus = Literal["not_applicable", "disabled", "included", "unavailable", "missing"]
 
 
@@ -89,7 +93,7 @@ class WatchActionRunWire(BaseModel):
     action_id: str
     feed_item_id: str
     kind: str
-    state: RunState
+    state: RunStateField
     error: str = ""
     result: SemanticFilterResult | ExtractResult | LogResult | WebhookResult | None = None
     # Beyond openmagpie's fields: how many attempts have started (at most 3).
@@ -146,7 +150,7 @@ class WatchActionDeliveryWire(BaseModel):
     action_id: str
     delivery: Literal["instant", "digest"]
     method: Literal["POST", "PUT", "PATCH"]
-    state: DeliveryState
+    state: DeliveryStateField
     attempt: int = 0
     item_count: int = 0
     http_status: int | None = None
@@ -183,12 +187,13 @@ class EngineListResponse(BaseModel):
 
 
 def action_wire(action: WatchAction) -> dict[str, Any]:
+    kind = ACTIONS[action.kind]
     return {
         "id": action.id,
         "kind": action.kind,
         "rank": action.rank,
-        "config": masked_config(action.kind, action.config),
-        "summary": {"detail": action_detail(action.kind, action.config)},
+        "config": kind.shown(action.config),
+        "summary": {"detail": kind.describe(action.config)},
         "created_at": action.created_at,
     }
 

@@ -15,6 +15,7 @@ from time_machine import TimeMachineFixture
 from app.kit.time import iso, utcnow
 from app.models import FeedItem, WatchActionRun
 from tests.conftest import NOON, ApiUser
+from tests.factories import rss_source
 from tests.upstream import Upstream
 from tests.watches.conftest import (
     Drain,
@@ -23,7 +24,6 @@ from tests.watches.conftest import (
     later,
     make_feed,
     make_watch,
-    rss_source,
     serve_items,
 )
 

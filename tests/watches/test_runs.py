@@ -26,6 +26,7 @@ from app.models import Account, Feed, FeedItem, Watch, WatchAction, WatchActionR
 from app.watches.drain import RunDrain
 from app.watches.run_queue import Outcome, claim_runs, enqueue_first_runs, record_outcomes
 from tests.conftest import ApiUser
+from tests.factories import rss_source
 from tests.fake_engine import FakeEngine
 from tests.upstream import Upstream
 from tests.watches.conftest import (
@@ -35,7 +36,6 @@ from tests.watches.conftest import (
     later,
     make_feed,
     make_watch,
-    rss_source,
     runs_of,
     serve_items,
 )

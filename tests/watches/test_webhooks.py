@@ -348,8 +348,8 @@ def test_a_delivery_is_pending_while_its_call_is_made(
     action_id = watch["actions"][0]["id"]
     with transaction(session_factory) as session:
         runs = claim_runs(session, at, 10, 10).runs
-    prepared, errored = webhook.prepare(runs, at)
-    assert prepared is not None and errored == []
+    prepared = webhook.prepare(runs, at)
+    assert prepared.row is not None and prepared.runs == runs and prepared.errored == []
     with transaction(session_factory) as session:
         open_deliveries(session, [prepared.row])
     [pending] = client.get(f"/v1/actions/{action_id}/deliveries", headers=api_user.headers).json()["items"]

@@ -9,7 +9,7 @@ from sqlalchemy import exists, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.mail.events.emit import emit_campaign_sent
-from app.models import Campaign, Deliverable
+from app.models import Campaign, Deliverable, DeliverableState
 
 # Campaigns looked at per round (a round runs again at once while it finds some).
 BATCH = 100
@@ -18,7 +18,8 @@ BATCH = 100
 def finish_campaigns(session: Session, now: datetime) -> int:
     """Stamp the campaigns that finished since the last round; how many."""
     unsettled = exists().where(
-        Deliverable.campaign_id == Campaign.id, Deliverable.state.in_(("queued", "sending"))
+        Deliverable.campaign_id == Campaign.id,
+        Deliverable.state.in_((DeliverableState.QUEUED, DeliverableState.SENDING)),
     )
     rows = session.execute(
         select(Campaign.id, Campaign.account_id, Campaign.title, Campaign.halted_at, Campaign.halt_reason)

@@ -6,7 +6,6 @@ claims or records while the other waits on receivers."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -14,6 +13,7 @@ from standardwebhooks import Webhook
 
 from app import db
 from app.config import Settings
+from app.kit.jobs import Job, JobSet
 from app.kit.safe_http import SafeHttp
 from app.kit.time import utcnow
 from app.kit.webhook_call import call_webhook
@@ -28,7 +28,7 @@ def message_id(event_id: int) -> str:
     return f"msg_{event_id}"
 
 
-class EventDelivery:
+class EventDelivery(JobSet):
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
         self.settings = settings
         self.session_factory = session_factory
@@ -44,11 +44,11 @@ class EventDelivery:
         )
         self._signers: dict[str, Webhook] = {}
 
-    def jobs(self) -> list[tuple[str, float, Callable[[], Awaitable[int]]]]:
+    def jobs(self) -> list[Job]:
         return [
-            *[(f"event delivery lane {n}", 0.5, self.run_once) for n in range(DELIVERY_LANES)],
-            ("campaign finish", 2.0, self.finish),
-            ("stale event sweep", 15.0, self.sweep),
+            *[Job(f"event delivery lane {n}", 0.5, self.run_once) for n in range(DELIVERY_LANES)],
+            Job("campaign finish", 2.0, self.finish),
+            Job("stale event sweep", 15.0, self.sweep),
         ]
 
     async def run_once(self) -> int:

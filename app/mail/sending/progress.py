@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from app.mail.sending.queue import MAX_ATTEMPTS, Outcome
+from app.mail.sending.queue import MAX_ATTEMPTS, Outcome, SendResult
 from app.mail.stats import SendingTotals
 
 log = logging.getLogger("tidings.sending")
@@ -89,9 +89,9 @@ class CampaignProgress:
             if campaign is None:
                 continue
             result = outcome.result
-            if result == "sent":
+            if result == SendResult.SENT:
                 campaign.sent += 1
-            elif result != "retry" or outcome.attempts >= MAX_ATTEMPTS:
+            elif result != SendResult.RETRY or outcome.attempts >= MAX_ATTEMPTS:
                 # failed, bounced at the SMTP dialogue, or a temporary failure given up on
                 campaign.failed += 1
         for campaign_id, campaign in list(followed.items()):

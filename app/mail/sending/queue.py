@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
@@ -47,6 +48,7 @@ from app.models import (
     ContactFieldValue,
     ContactList,
     Deliverable,
+    DeliverableState,
     ListMembership,
     Suppression,
 )
@@ -85,14 +87,23 @@ class Claimed:
     lease_until: datetime | None = None
 
 
+class SendResult(StrEnum):
+    """What the transport said of one email (and the label of `tidings_emails_total`)."""
+
+    SENT = "sent"
+    # A temporary failure: queued again for later, until MAX_ATTEMPTS.
+    RETRY = "retry"
+    FAILED = "failed"
+    BOUNCED = "bounced"
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     deliverable_id: int
     campaign_id: int
     contact_id: int
     attempts: int
-    # "sent", "retry" (temporary failure), "failed", "bounced"
-    result: str
+    result: SendResult
     message_id: str | None = None
     error: str | None = None
     # The claim's lease (Claimed.lease_until): the result is written only while the row is still held
@@ -177,7 +188,7 @@ def fan_out_due(session: Session, now: datetime, limit: int = 10) -> dict[int, i
                 literal(account_id),
                 literal(campaign_id),
                 Contact.id,
-                literal("queued"),
+                literal(DeliverableState.QUEUED, String()),
                 literal(now, UTCDateTime()),
                 literal(0),
                 literal(now, UTCDateTime()),
@@ -244,7 +255,7 @@ def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
         .join(Automation, Automation.id == Campaign.automation_id)
         .where(Automation.active.is_not(True))
     ).all()
-    due = [Deliverable.state == "queued", Deliverable.send_after <= now]
+    due = [Deliverable.state == DeliverableState.QUEUED, Deliverable.send_after <= now]
     if paused:
         due.append(~among(session, Deliverable.campaign_id, paused, Integer()))
     # The rows to take, locked, on their own: a single-table query down the queue's partial index in
@@ -300,7 +311,9 @@ def _cancel_unreachable(session: Session, rows: Sequence[Any], now: datetime) ->
         session.execute(
             update(Deliverable)
             .where(Deliverable.id.in_(cancelled))
-            .values(state="cancelled", error="contact can no longer receive email", updated_at=now)
+            .values(
+                state=DeliverableState.CANCELLED, error="contact can no longer receive email", updated_at=now
+            )
             .execution_options(synchronize_session=False)
         )
 
@@ -342,7 +355,12 @@ def _mark_sending(session: Session, allowed: list[Claimed], lease_until: datetim
     session.execute(
         update(Deliverable)
         .where(among(session, Deliverable.id, [claimed.deliverable_id for claimed in allowed], Integer()))
-        .values(state="sending", lease_until=lease_until, attempts=Deliverable.attempts + 1, updated_at=now)
+        .values(
+            state=DeliverableState.SENDING,
+            lease_until=lease_until,
+            attempts=Deliverable.attempts + 1,
+            updated_at=now,
+        )
         .execution_options(synchronize_session=False)  # no Deliverable objects in this session to update
     )
 
@@ -431,36 +449,41 @@ def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime
     """Write what the transport said. Only rows still `sending` under the claim's lease change (a row
     taken back meanwhile, after its lease ran out, belongs to whoever holds it now)."""
     now = aware(now)
-    _record_sent(session, [o for o in outcomes if o.result == "sent"], now)
-    retries = [o for o in outcomes if o.result == "retry"]
+    _record_sent(session, [o for o in outcomes if o.result == SendResult.SENT], now)
+    retries = [o for o in outcomes if o.result == SendResult.RETRY]
     _update_each(
         session,
         retries,
         lambda o: (
             {
-                "state": "queued",
+                "state": DeliverableState.QUEUED,
                 "send_after": now + retry_delay(o.attempts),
                 "lease_until": None,
                 "error": o.error,
                 "updated_at": now,
             }
             if o.attempts < MAX_ATTEMPTS
-            else {"state": "failed", "lease_until": None, "error": f"gave up: {o.error}", "updated_at": now}
+            else {
+                "state": DeliverableState.FAILED,
+                "lease_until": None,
+                "error": f"gave up: {o.error}",
+                "updated_at": now,
+            }
         ),
     )
-    failed = [o for o in outcomes if o.result in ("failed", "bounced")]
+    failed = [o for o in outcomes if o.result in (SendResult.FAILED, SendResult.BOUNCED)]
     _update_each(
         session,
         failed,
         lambda o: {
-            "state": o.result,
+            "state": DeliverableState(o.result),
             "lease_until": None,
             "error": o.error,
-            "bounced_at": now if o.result == "bounced" else None,
+            "bounced_at": now if o.result == SendResult.BOUNCED else None,
             "updated_at": now,
         },
     )
-    bounced_contacts = [o.contact_id for o in outcomes if o.result == "bounced"]
+    bounced_contacts = [o.contact_id for o in outcomes if o.result == SendResult.BOUNCED]
     if bounced_contacts:
         session.execute(
             update(Contact)
@@ -469,12 +492,12 @@ def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime
         )
         suppress_contacts(session, bounced_contacts, "bounce", now)
         stop_bouncing_campaigns(
-            session, {o.campaign_id for o in outcomes if o.result == "bounced"}, now, rule
+            session, {o.campaign_id for o in outcomes if o.result == SendResult.BOUNCED}, now, rule
         )
 
 
 def _still_held(lease_until: datetime | None) -> ColumnElement[bool]:
-    held = Deliverable.state == "sending"
+    held = Deliverable.state == DeliverableState.SENDING
     return held if lease_until is None else and_(held, Deliverable.lease_until == lease_until)
 
 
@@ -510,10 +533,16 @@ def _sent_statement(postgres: bool, *, fenced: bool) -> Update:
     # The Core table, not the mapped class: the ORM's bulk UPDATE would want the key in the values.
     table = cast(Table, Deliverable.__table__)
     now = bindparam("now", type_=table.c.updated_at.type)
-    held = table.c.state == "sending"
+    held = table.c.state == DeliverableState.SENDING
     if fenced:
         held = and_(held, table.c.lease_until == bindparam("lease", type_=table.c.lease_until.type))
-    done = {"state": "sent", "sent_at": now, "lease_until": None, "error": None, "updated_at": now}
+    done = {
+        "state": DeliverableState.SENT,
+        "sent_at": now,
+        "lease_until": None,
+        "error": None,
+        "updated_at": now,
+    }
     if postgres:
         rows = (
             func.unnest(
@@ -587,7 +616,7 @@ def stop_bouncing_campaigns(
     if not ids:
         return []
     reasons: dict[int, str] = {}
-    bounced_unsent = and_(Deliverable.state == "bounced", Deliverable.sent_at.is_(None))
+    bounced_unsent = and_(Deliverable.state == DeliverableState.BOUNCED, Deliverable.sent_at.is_(None))
     for campaign_id, attempted, bounced, delivered, complaints in session.execute(
         select(
             Deliverable.campaign_id,
@@ -600,7 +629,10 @@ def stop_bouncing_campaigns(
         .where(Deliverable.campaign_id.in_(ids))
         .group_by(Deliverable.campaign_id)
         # Only a campaign still sending can stop: a late bounce report leaves a finished one alone.
-        .having(func.count(case((Deliverable.state.in_(("queued", "sending")), 1))) > 0)
+        .having(
+            func.count(case((Deliverable.state.in_((DeliverableState.QUEUED, DeliverableState.SENDING)), 1)))
+            > 0
+        )
     ):
         if _past(bounced, attempted, rule.rate, rule.min_sent):
             reasons[campaign_id] = f"stopped: more than {_percent(rule.rate)} of its emails bounced"
@@ -618,8 +650,8 @@ def stop_bouncing_campaigns(
         )
         session.execute(
             update(Deliverable)
-            .where(Deliverable.campaign_id.in_(stopped), Deliverable.state == "queued")
-            .values(state="cancelled", error=reason, updated_at=now)
+            .where(Deliverable.campaign_id.in_(stopped), Deliverable.state == DeliverableState.QUEUED)
+            .values(state=DeliverableState.CANCELLED, error=reason, updated_at=now)
         )
     return sorted(reasons)
 
@@ -629,8 +661,8 @@ def release_expired_leases(session: Session, now: datetime) -> int:
     now = aware(now)
     result = session.execute(
         update(Deliverable)
-        .where(Deliverable.state == "sending", Deliverable.lease_until < now)
-        .values(state="queued", lease_until=None, send_after=now, updated_at=now)
+        .where(Deliverable.state == DeliverableState.SENDING, Deliverable.lease_until < now)
+        .values(state=DeliverableState.QUEUED, lease_until=None, send_after=now, updated_at=now)
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
@@ -649,7 +681,7 @@ def release_unsent(session: Session, unsent: Sequence[Claimed], now: datetime) -
             update(Deliverable)
             .where(Deliverable.id.in_(ids), _still_held(lease_until))
             .values(
-                state="queued",
+                state=DeliverableState.QUEUED,
                 lease_until=None,
                 attempts=Deliverable.attempts - 1,
                 send_after=now,

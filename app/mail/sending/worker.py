@@ -24,6 +24,7 @@ from app.mail.sending.queue import (
     Claimed,
     Limits,
     Outcome,
+    SendResult,
     claim_batch,
     custom_fields_of,
     fan_out_due,
@@ -192,7 +193,7 @@ class SendWorker:
                     len(unsent),
                     len(claimed),
                 )
-        troubled = [o for o in outcomes if o.result != "sent"]
+        troubled = [o for o in outcomes if o.result != SendResult.SENT]
         if troubled:
             # One line a batch, not one an email: a relay that is down would flood the log.
             log.warning(
@@ -228,7 +229,9 @@ class SendWorker:
         if item.lease_until is not None and self.clock() >= item.lease_until - self._lease_margin:
             return None
 
-        def outcome(result: str, *, message_id: str | None = None, error: str | None = None) -> Outcome:
+        def outcome(
+            result: SendResult, *, message_id: str | None = None, error: str | None = None
+        ) -> Outcome:
             return Outcome(
                 item.deliverable_id,
                 item.campaign_id,
@@ -253,14 +256,14 @@ class SendWorker:
                 message = self.dkim.sign(message, compiled.from_email)
         except Exception as exc:  # one broken email never stops the rest of the campaign
             log.exception("could not render deliverable %s", item.deliverable_id)
-            return outcome("failed", error=f"render: {exc}"[:1000])
+            return outcome(SendResult.FAILED, error=f"render: {exc}"[:1000])
         try:
             await self.transport.send(rendered.envelope_from, rendered.envelope_to, message)
         except TemporaryFailure as exc:
-            return outcome("retry", error=str(exc)[:1000])
+            return outcome(SendResult.RETRY, error=str(exc)[:1000])
         except PermanentFailure as exc:
-            return outcome("bounced" if exc.bounce else "failed", error=str(exc)[:1000])
-        return outcome("sent", message_id=rendered.message_id)
+            return outcome(SendResult.BOUNCED if exc.bounce else SendResult.FAILED, error=str(exc)[:1000])
+        return outcome(SendResult.SENT, message_id=rendered.message_id)
 
     async def drain(self) -> int:
         """Fan out and send until nothing is due (tests, and `tidings worker --once`)."""

@@ -1,17 +1,23 @@
-"""What the actions share: the context a drain hands them, and the item text and payload builders."""
+"""What the actions share: the interface every kind implements (`Action`, registered in ACTIONS in
+`__init__.py`), the context a drain hands them, and the item text and payload builders."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
 
 from app.config import Settings
 from app.kit.safe_http import SafeHttp
 from app.kit.time import iso
+from app.models import ActionKind, RunState
 from app.watches.engines.base import ItemText
 from app.watches.engines.registry import Engines
-from app.watches.run_queue import ClaimedRun, Outcome
+from app.watches.run_queue import ClaimedRun, DeliveryOutcome, Outcome
 
 log = logging.getLogger("tidings.watches")
 
@@ -24,6 +30,58 @@ class ActionContext:
     webhook_http: SafeHttp
     # Linked articles (enrichment): the same rules as any other user-given URL.
     enrich_http: SafeHttp
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A group of claimed runs (one run, or a digest window's) made ready to perform, without I/O: the
+    runs to perform, `errored` outcomes for those that cannot be (their item is unreadable), and for an
+    action that calls out, the delivery row the drain writes `pending` before the call and the body the
+    call sends (see webhook.py)."""
+
+    runs: list[ClaimedRun]
+    errored: list[Outcome] = field(default_factory=list)
+    row: dict[str, Any] | None = None
+    body: dict[str, Any] | None = None
+
+
+# What performing a group did: its runs' outcomes, and the delivery's when a call was made.
+Performed = tuple[list[Outcome], DeliveryOutcome | None]
+
+
+class Action:
+    """One action kind. The defaults fit a kind without secrets, engine or outbound call; a kind
+    overrides what it needs. The drain calls `prepare` then `perform`; the chain service validates with
+    `config_model` and `checked`; responses show `shown(config)` and `describe(config)`."""
+
+    kind: ClassVar[ActionKind]
+    # The config as clients send it (app/watches/specs.py); stored as it validates (model_dump).
+    config_model: ClassVar[type[BaseModel]]
+    # Whether the config names an engine (`engine`: EngineSpec) that must be able to run here.
+    uses_engine: ClassVar[bool] = False
+
+    def describe(self, config: dict[str, Any]) -> str:
+        """`summary.detail`: one line a person can read, never showing a secret."""
+        raise NotImplementedError
+
+    def shown(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The stored config as responses show it."""
+        return config
+
+    def checked(
+        self, config: dict[str, Any], prior: dict[str, Any] | None, *, allow_private: bool
+    ) -> tuple[dict[str, Any], dict[str, list[str]]]:
+        """A validated config as it will be stored, given the same action's stored config (`prior`, on an
+        edit), and the rules it breaks that need more than its model: messages by field name."""
+        return config, {}
+
+    def prepare(self, runs: list[ClaimedRun], now: datetime) -> Prepared:
+        return Prepared(runs)
+
+    async def perform(
+        self, ctx: ActionContext, prepared: Prepared, clock: Callable[[], datetime]
+    ) -> Performed:
+        raise NotImplementedError
 
 
 class Unreadable(Exception):
@@ -82,7 +140,7 @@ def payload_items(runs: list[ClaimedRun]) -> PayloadItems:
         try:
             found.items.append(payload_item(run, include))
         except Unreadable as exc:
-            found.errored.append(Outcome(run, "errored", error=str(exc)))
+            found.errored.append(Outcome(run, RunState.ERRORED, error=str(exc)))
             continue
         found.runs.append(run)
     return found

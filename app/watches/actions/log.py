@@ -5,11 +5,17 @@ same JSON body a webhook would carry, flushed at once. A digest line may repeat 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
 
 import orjson
 
-from app.watches.actions.base import payload, payload_items
+from app.models import ActionKind, RunState
+from app.watches.actions.base import Action, ActionContext, Performed, Prepared, payload, payload_items
 from app.watches.run_queue import ClaimedRun, Outcome
+from app.watches.specs import LogConfig
+from app.watches.summaries import cadence_phrase, fields_phrase
 
 watch_log = logging.getLogger("tidings.watches.log")
 watch_log.setLevel(logging.INFO)
@@ -35,5 +41,19 @@ def perform(runs: list[ClaimedRun]) -> list[Outcome]:
         watch_log.info(line)
         _flush(watch_log)
         rendered = {"rendered": line[:MAX_RENDERED]}
-        outcomes.extend(Outcome(run, "succeeded", result=rendered) for run in good)
+        outcomes.extend(Outcome(run, RunState.SUCCEEDED, result=rendered) for run in good)
     return outcomes
+
+
+class LogAction(Action):
+    kind = ActionKind.LOG
+    config_model = LogConfig
+
+    def describe(self, config: dict[str, Any]) -> str:
+        prefix = config.get("prefix", "[watch]")
+        return f"logs {fields_phrase(config)} with prefix {prefix} ({cadence_phrase(config)})"
+
+    async def perform(
+        self, ctx: ActionContext, prepared: Prepared, clock: Callable[[], datetime]
+    ) -> Performed:
+        return perform(prepared.runs), None

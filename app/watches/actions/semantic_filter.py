@@ -4,10 +4,17 @@ instructions; at or above the threshold the run succeeds and the chain goes on, 
 
 from __future__ import annotations
 
-from app.watches.actions.base import ActionContext, item_data, item_text
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from app.models import ActionKind, RunState
+from app.watches.actions.base import Action, ActionContext, Performed, Prepared, item_data, item_text
 from app.watches.engines.base import EngineError
 from app.watches.enrichment import fetch_article
 from app.watches.run_queue import ClaimedRun, Outcome
+from app.watches.specs import SemanticFilterConfig
+from app.watches.summaries import engine_phrase
 
 
 async def perform(ctx: ActionContext, run: ClaimedRun) -> Outcome:
@@ -22,7 +29,7 @@ async def perform(ctx: ActionContext, run: ClaimedRun) -> Outcome:
             item_text(run, article), str(config["instructions"]), str(engine_spec.get("model") or "")
         )
     except EngineError as exc:
-        return Outcome(run, "failed", error=str(exc))
+        return Outcome(run, RunState.FAILED, error=str(exc))
     passed = judgment.score >= float(config.get("threshold", 0.8))
     result = {
         "passed": passed,
@@ -30,4 +37,22 @@ async def perform(ctx: ActionContext, run: ClaimedRun) -> Outcome:
         "reason": judgment.reason,
         "enrichment_status": enrichment,
     }
-    return Outcome(run, "succeeded" if passed else "gated", result=result)
+    return Outcome(run, RunState.SUCCEEDED if passed else RunState.GATED, result=result)
+
+
+class SemanticFilterAction(Action):
+    kind = ActionKind.SEMANTIC_FILTER
+    config_model = SemanticFilterConfig
+    uses_engine = True
+
+    def describe(self, config: dict[str, Any]) -> str:
+        fetch = ", with the linked article" if config.get("fetch_external_content", True) else ""
+        return (
+            f"passes items scoring at least {float(config.get('threshold', 0.8)):.2f} "
+            f"({engine_phrase(config)}{fetch})"
+        )
+
+    async def perform(
+        self, ctx: ActionContext, prepared: Prepared, clock: Callable[[], datetime]
+    ) -> Performed:
+        return [await perform(ctx, run) for run in prepared.runs], None
