@@ -40,6 +40,7 @@ from app.logs import RequestIds
 from app.mail.hosted_form_service import FormLimits
 from app.mail.providers.ses import SnsClient
 from app.mail.router import mail_routers
+from app.mail.sending.dkim import DkimSigner
 from app.metrics import RequestMetrics, metrics_router
 from app.scheduler import Scheduler
 from app.state import AppState
@@ -179,6 +180,7 @@ def set_state(app: FastAPI, settings: Settings, databases: Databases) -> None:
     state.form_limits = FormLimits.from_settings(settings)
     state.sign_in_throttle = SignInThrottle(settings.redis_url)
     state.sns_client = SnsClient(allow_private=settings.outbound_allow_private)
+    state.dkim_signer = DkimSigner(settings.resolved_secret_key, settings.dkim_unsigned_headers.split(","))
     state.engines = None
     app.state = state
 

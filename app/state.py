@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from app.kit.ratelimit import RateLimiter
     from app.mail.hosted_form_service import FormLimits
     from app.mail.providers.ses import SnsClient
+    from app.mail.sending.dkim import DkimSigner
     from app.watches.engines.registry import Engines
 
 
@@ -48,6 +49,8 @@ class AppState(State):
     sign_in_throttle: SignInThrottle
     # Amazon SNS's certificates and subscription confirmations (the SES bounce webhook).
     sns_client: SnsClient
+    # The DKIM keys, for the emails requests send themselves (hosted forms' confirmations).
+    dkim_signer: DkimSigner
     # The watch actions' engines, made on first use (app/watches/dependencies.py); closed at shutdown.
     engines: Engines | None
 

@@ -60,11 +60,15 @@ async def submit_form(
     form = await run_in_threadpool(open_form, session, form_id) if form_id else None
     if form is None:
         return not_found_page()
+    state = app_state(request)
+    # Keys made or deleted since the last sign-up (one small query).
+    await run_in_threadpool(state.dkim_signer.refresh, session)
     raw: dict[str, Any] = {}
     try:
         raw = await read_submission(request)
-        limits = app_state(request).form_limits
-        signup = await request_signup(settings, limits, form, raw, client_address(request))
+        signup = await request_signup(
+            settings, state.form_limits, form, raw, client_address(request), state.dkim_signer
+        )
     except DomainError as refused:
         return form_page(
             form, raw, refused.errors or {"form": [refused.message]}, refused.status, refused.headers

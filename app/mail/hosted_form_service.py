@@ -61,6 +61,7 @@ from app.mail.common import valid_id
 from app.mail.contact_service import ContactWrite, upsert_contacts
 from app.mail.input import RawInput, TooDeep, normalize, validate
 from app.mail.sending.confirmation import confirmation_email
+from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.tokens import MailTokens, Signup
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, make_transport
 from app.mail.specs import SignupIn
@@ -217,7 +218,12 @@ def too_many(decision: RateDecision, message: str) -> DomainError:
 
 
 async def request_signup(
-    settings: Settings, limits: FormLimits, form: PublicForm, raw: dict[str, Any], client: str
+    settings: Settings,
+    limits: FormLimits,
+    form: PublicForm,
+    raw: dict[str, Any],
+    client: str,
+    dkim: DkimSigner | None = None,
 ) -> SignupIn:
     """Check a submission and email its confirmation link. Raises DomainError (422, 429, 503)."""
     decision = await limits.per_client.hit("form", client)
@@ -236,11 +242,14 @@ async def request_signup(
             "We already sent several confirmation emails to this address. "
             "Please check your inbox (and spam folder), or try again later.",
         )
-    await send_confirmation(settings, form, signup)
+    await send_confirmation(settings, form, signup, dkim)
     return signup
 
 
-async def send_confirmation(settings: Settings, form: PublicForm, signup: SignupIn) -> None:
+async def send_confirmation(
+    settings: Settings, form: PublicForm, signup: SignupIn, dkim: DkimSigner | None = None
+) -> None:
+    """Email the confirmation link, signed with the sender domain's DKIM keys when it has some."""
     base_url = settings.base_url.rstrip("/")
     token = MailTokens(settings.resolved_secret_key).confirm_token(
         Signup(form.id, signup.email, signup.first_name, signup.last_name)
@@ -266,7 +275,8 @@ async def send_confirmation(settings: Settings, form: PublicForm, signup: Signup
     try:
         transport = make_transport(settings.smtp_url, settings.outbox_path, 1)
         async with asyncio.timeout(SEND_TIMEOUT_SECONDS):
-            await transport.send(email.envelope_from, email.envelope_to, email.message)
+            message = email.message if dkim is None else dkim.sign(email.message, email.envelope_from)
+            await transport.send(email.envelope_from, email.envelope_to, message)
     except PermanentFailure as exc:
         if exc.bounce:
             log.info("form %s: the relay refused a confirmation to @%s: %s", form.id, domain, exc)

@@ -10,6 +10,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+import dkim
 import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.kit.ratelimit import RateLimiter
 from app.kit.time import utcnow
+from app.mail.dkim_service import create_key
 from app.mail.form_service import create_form
 from app.mail.hosted_form_service import FormLimits
 from app.mail.sending.tokens import MailTokens, Signup
@@ -640,3 +642,21 @@ def test_the_contact_limit_is_a_friendly_page(
 def test_hosted_form_routes_stay_out_of_the_api_document(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert not [path for path in paths if path.startswith("/f/")]
+
+
+def test_the_confirmation_is_signed_with_the_sender_domains_dkim_key(
+    client: TestClient, db: Session, api_user: ApiUser, sink: SmtpSink, settings: Settings
+) -> None:
+    settings.base_url = "https://news.example.org/"
+    form_id, _ = new_form(client, db, api_user)
+    client.post(f"/f/{form_id}", data={"email": "before@example.com"})
+    assert b"DKIM-Signature" not in sink.to("before@example.com")[0].data  # no key yet
+    record = create_key(
+        db, settings.resolved_secret_key, "news.example.org", selector="forms", algorithm="rsa", now=utcnow()
+    )
+    db.commit()
+    client.post(f"/f/{form_id}", data={"email": "after@example.com"})
+    signed = sink.to("after@example.com")[0].data
+    published = {f"{record.dns_name}.".encode(): record.txt_value.encode()}
+    assert signed.startswith(b"DKIM-Signature: ")
+    assert dkim.verify(signed, dnsfunc=lambda name, timeout=5: published.get(name))
