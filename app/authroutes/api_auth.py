@@ -14,10 +14,14 @@ from app.authroutes.schemas import (
     AuthErrorOut,
     SessionWithUser,
     SignInOut,
+    SignInUsernameBody,
     SignOutOut,
+    SignUpEmailBody,
     SignUpOut,
     StatusOut,
+    UpdateUserBody,
     UsernameAvailability,
+    UsernameBody,
     session_out,
     user_out,
 )
@@ -32,6 +36,7 @@ from app.identity.sessions import end_session
 from app.identity.sign_in import sign_in_with_password
 from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in, username_available
 from app.identity.token_lookup import CachedTokenLookup
+from app.kit.openapi import FORM, JSON, request_body
 
 # What any POST of the family may answer besides its own codes.
 POST_ERRORS: dict[int | str, dict[str, Any]] = {
@@ -74,6 +79,7 @@ def error_response(status: int, description: str) -> dict[int | str, dict[str, A
 @router.post(
     "/is-username-available",
     operation_id="isUsernameAvailable",
+    openapi_extra=request_body(UsernameBody),
     response_model=UsernameAvailability,
     summary="Whether a username is free (no session needed)",
     responses=error_response(422, "USERNAME_TOO_SHORT, USERNAME_TOO_LONG or INVALID_USERNAME"),
@@ -86,6 +92,7 @@ def is_username_available(body: JsonBody, db: SessionDep) -> UsernameAvailabilit
 @router.post(
     "/sign-up/email",
     operation_id="signUpWithEmailAndPassword",
+    openapi_extra=request_body(SignUpEmailBody, media_types=(JSON, FORM)),
     response_model=SignUpOut,
     summary="Sign up with e-mail and password (400 EMAIL_PASSWORD_SIGN_UP_DISABLED while closed)",
     dependencies=[Depends(check_sign_in_origin)],
@@ -134,6 +141,7 @@ async def sign_up_email(request: Request, response: Response, db: SessionDep) ->
 @router.post(
     "/sign-in/username",
     operation_id="signInUsername",
+    openapi_extra=request_body(SignInUsernameBody),
     response_model=SignInOut,
     summary="Sign in with username and password; sets the session cookie tidings.session_token",
     responses={
@@ -185,6 +193,7 @@ async def sign_in_username(request: Request, body: JsonBody, db: SessionDep) -> 
 @router.post(
     "/update-user",
     operation_id="updateUser",
+    openapi_extra=request_body(UpdateUserBody),
     response_model=StatusOut,
     summary="Change the signed-in user's name, image or username (session cookie required)",
     responses={
