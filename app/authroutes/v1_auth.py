@@ -374,7 +374,8 @@ def poll_device(body: JsonBody, db: SessionDep) -> DeviceTokenOut:
     summary="Approve (or with approve=false deny) the command line showing this user code",
     responses=errors(
         BAD_INPUT, NO_CREDENTIALS, (404, "not_found"), (409, "already_completed"), (400, "expired_token")
-    ),    openapi_extra=request_body(DeviceCompleteInput, required=False),
+    ),
+    openapi_extra=request_body(DeviceCompleteInput, required=False),
 )
 async def complete_device(
     request: Request, user_code: Annotated[str, Path(max_length=64)], user: V1User, db: SessionDep

@@ -99,6 +99,7 @@ class ContactFilter(BaseModel):
     email: str | None = None
     unsubscribed: bool | None = None
 
+
 # ContactFilter as the list routes document it: every list searches with `query`; GET /contacts takes all.
 SEARCH = query_parameter("query", {"type": "string"}, "Search text")
 SEARCH_PARAMETERS = query_parameters(SEARCH)
