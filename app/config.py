@@ -77,6 +77,19 @@ class Settings(BaseSettings):
     bounce_stop_min_sent: int = 50
     # Shared secret of POST /webhooks/bounces (`Authorization: Bearer ...`); empty turns the route off.
     bounce_webhook_secret: str = ""
+    # Provider webhooks, POST /webhooks/bounces/{provider} (docs/deliverability.md); each is off (404)
+    # while its setting is empty. SES: the SNS topic ARNs accepted (comma-separated, or `*` for any
+    # topic); the signing certificate and the subscription's confirmation URL must be
+    # https://sns.<region>.amazonaws.com/..., or start with ses_sns_url_prefix when that is set (a
+    # test's loopback server; never set it in production).
+    ses_topic_arns: str = ""
+    ses_sns_url_prefix: str = ""
+    # Postmark: the secret, as the password of the webhook URL's basic auth or its `token` parameter.
+    postmark_webhook_secret: str = ""
+    # SendGrid: the Event Webhook's verification key (base64 DER or PEM, as SendGrid shows it).
+    sendgrid_webhook_public_key: str = ""
+    # Mailgun: the HTTP webhook signing key.
+    mailgun_webhook_signing_key: str = ""
     send_batch_size: int = 200
     # SMTP connections each worker keeps open and sends on at once.
     send_concurrency: int = 8
@@ -118,6 +131,17 @@ class Settings(BaseSettings):
     # Fetching an item's linked article for an engine (`fetch_external_content`).
     enrichment_timeout: float = 10.0
     enrichment_max_bytes: int = 2 * 1024 * 1024
+
+    @field_validator("ses_sns_url_prefix")
+    @classmethod
+    def _prefix_names_a_host(cls, value: str) -> str:
+        # "http://127.0.0.1:8000" would also admit http://127.0.0.1:8000.example.net/: the prefix must
+        # end the host part with its slash.
+        if value and (value.count("/") < 3 or not value.startswith(("http://", "https://"))):
+            raise ValueError(
+                "must be empty or an http(s) URL prefix with a path, like http://127.0.0.1:8000/"
+            )
+        return value
 
     @field_validator("metrics_allowed_networks")
     @classmethod

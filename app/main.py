@@ -38,6 +38,7 @@ from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.logs import RequestIds
 from app.mail.hosted_form_service import FormLimits
+from app.mail.providers.ses import SnsClient
 from app.mail.router import mail_routers
 from app.metrics import RequestMetrics, metrics_router
 from app.scheduler import Scheduler
@@ -175,6 +176,7 @@ def set_state(app: FastAPI, settings: Settings, databases: Databases) -> None:
     app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
     app.state.form_limits = FormLimits.from_settings(settings)
     app.state.sign_in_throttle = SignInThrottle(settings.redis_url)
+    app.state.sns_client = SnsClient(allow_private=settings.outbound_allow_private)
 
 
 def include_routes(app: FastAPI) -> None:

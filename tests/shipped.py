@@ -17,10 +17,11 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests.factories import rss_source
 from tests.processes import Running, tidings_script
 from tests.smtp_sink import Received, SmtpSink
 from tests.upstream import Upstream
-from tests.watches.conftest import make_watch, rss_source, serve_items
+from tests.watches.conftest import make_watch, serve_items
 
 # How long background work may take to reach its outside party: the jobs wake every second at most.
 PATIENCE_SECONDS = 20

@@ -25,12 +25,13 @@ from sqlalchemy.orm import Session
 from app.db import is_sqlite_url
 from app.models import Deliverable, FeedItem, User, WatchActionDelivery, WatchActionRun
 from app.models.watch_runs import TERMINAL_RUN_STATES
+from tests.factories import rss_source
 from tests.fake_engine import FakeEngine
 from tests.feeds.conftest import make_feed
 from tests.processes import committed_users, served_app, shipped_worker
 from tests.smtp_sink import SmtpSink
 from tests.upstream import Upstream
-from tests.watches.conftest import make_watch, rss_source, serve_items
+from tests.watches.conftest import make_watch, serve_items
 
 RECIPIENTS = 5000
 REDIS_URL = "redis://127.0.0.1:6379/0"

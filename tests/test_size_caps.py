@@ -19,11 +19,12 @@ from app.authroutes.v1_auth import Credentials, DevicePollInput, SignupInput, To
 from app.feeds import specs as feed_specs
 from app.identity import accounts, passwords
 from app.kit import v1_input
-from app.mail import bounces, campaign_rules
+from app.mail import bounces, campaign_rules, providers
 from app.mail import field_service as fields
 from app.mail import hosted_form_service as hosted_forms
 from app.mail import input as mail_input
 from app.mail import specs as contacts
+from app.mail.providers import ses
 from app.mail.specs import (
     AutomationCreate,
     AutomationEmailCreate,
@@ -161,6 +162,8 @@ CODE: dict[str, list[Any]] = {
     "hosted sign-up form fields": [hosted_forms.MAX_FIELDS],
     "bounce webhook body (bytes)": [bounces.MAX_BODY_BYTES],
     "bounce reports in one request": [bounces.MAX_REPORTS],
+    "provider webhook body (bytes)": [providers.MAX_BODY_BYTES],
+    "Amazon SNS signing certificate (bytes)": [ses.MAX_CERTIFICATE_BYTES],
     "bounce report text fields (characters)": [
         cap(bounces.Report, "email"),
         cap(bounces.Report, "message_id"),

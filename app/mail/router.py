@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from app.mail import (
     automation_routes,
+    bounce_routes,
     campaign_routes,
     contact_routes,
     field_routes,
@@ -28,6 +29,7 @@ mail_routers: list[APIRouter] = [
         field_routes,
         hosted_form_routes,
         tracking_routes,
+        bounce_routes,
     )
 ]
 mail_router = APIRouter()

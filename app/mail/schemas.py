@@ -237,3 +237,10 @@ class Page(BaseModel, Generic[ItemT]):
 class ContactActivityOut(BaseModel):
     contact: ContactActivitySummary
     deliverables: Page[DeliverableActivity]
+
+
+class WebhookAnswer(BaseModel):
+    """Reports applied, and those ignored: about no email sent, or no bounce, complaint or unsubscribe."""
+
+    processed: int
+    ignored: int

@@ -15,13 +15,14 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.identity.oauth.clients import register_client
 from app.kit.time import utcnow
 from app.models import OAuthAuthorizationCode, OAuthToken, User
 from tests.authroutes.conftest import SAME_ORIGIN, Person, sign_in
+from tests.factories import count_rows
 
 REDIRECT = "https://zap.example/callback"
 
@@ -99,10 +100,6 @@ def exchange(http: TestClient, client: Client, code: str, verifier: str, **extra
     return http.post("/oauth/token", data=data, auth=auth)
 
 
-def count(db: Session, model: Any) -> int:
-    return int(db.scalar(select(func.count()).select_from(model)) or 0)
-
-
 def test_the_whole_flow_gives_a_token_for_the_email_api(
     auth_client: TestClient, oauth_client: Client, member: Person
 ) -> None:
@@ -170,7 +167,7 @@ def test_deny_sends_access_denied_and_issues_nothing(
     params = parse_qs(urlsplit(response.headers["location"]).query)
     assert params["error"] == ["access_denied"]
     assert params["state"] == ["state-123"]
-    assert count(db, OAuthAuthorizationCode) == 0
+    assert count_rows(db, OAuthAuthorizationCode) == 0
 
 
 def test_a_reused_code_is_refused_and_revokes_what_it_gave(
@@ -224,7 +221,7 @@ def test_a_bad_exchange_is_refused_and_issues_nothing(
     )
     assert response.status_code == 400, response.text
     assert response.json()["error"] == error
-    assert count(db, OAuthToken) == 0
+    assert count_rows(db, OAuthToken) == 0
 
 
 def test_a_wrong_client_secret_is_401(
@@ -243,7 +240,7 @@ def test_a_wrong_client_secret_is_401(
     )
     assert response.status_code in (400, 401)
     assert response.json()["error"] == "invalid_client"
-    assert count(db, OAuthToken) == 0
+    assert count_rows(db, OAuthToken) == 0
 
 
 def test_an_expired_code_is_refused(
@@ -365,7 +362,7 @@ def test_a_bad_request_from_a_known_client_is_sent_back_to_it(
     location = urlsplit(response.headers["location"])
     assert location.netloc == "zap.example"
     assert parse_qs(location.query)["error"] == [error]
-    assert count(db, OAuthAuthorizationCode) == 0
+    assert count_rows(db, OAuthAuthorizationCode) == 0
 
 
 def test_the_decision_needs_a_session_and_this_services_origin(
@@ -382,7 +379,7 @@ def test_the_decision_needs_a_session_and_this_services_origin(
     assert response.status_code == 403
     response = auth_client.post("/oauth/authorize", data={**query, "decision": "maybe"}, headers=SAME_ORIGIN)
     assert response.status_code == 400
-    assert count(db, OAuthAuthorizationCode) == 0
+    assert count_rows(db, OAuthAuthorizationCode) == 0
 
 
 @pytest.mark.parametrize(

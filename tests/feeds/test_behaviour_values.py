@@ -20,14 +20,11 @@ from app.feeds.poll_queue import backoff, lower_bound, prune_all, retention_star
 from app.kit.time import utcnow
 from app.models import Feed, FeedItem, Source
 from tests.conftest import ApiUser
+from tests.factories import rss_source
 from tests.feeds.conftest import Poll, items_of, make_feed, rss
 from tests.upstream import Upstream
 
 MAX_INTEGER = 2**31 - 1
-
-
-def rss_source(upstream: Upstream, path: str = "/feed.xml") -> dict[str, Any]:
-    return {"spec": {"kind": "rss", "url": upstream.url(path), "name": "Local"}}
 
 
 def feed_row(db: Session, feed_id: str) -> Feed:

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.models import Feed, FeedItem, Source
 from tests.conftest import ApiUser
+from tests.factories import count_rows
 from tests.feeds.conftest import make_feed
 
 RSS = {"spec": {"kind": "rss", "url": "https://example.com/feed.xml", "name": "Example"}}
@@ -47,10 +47,6 @@ SOURCE_KEYS = {
     "consecutive_failures",
     "retry_at",
 }
-
-
-def count(db: Session, model: Any) -> int:
-    return db.scalar(select(func.count()).select_from(model)) or 0
 
 
 def test_create_answers_201_with_the_feed_its_sources_and_defaults(
@@ -102,8 +98,8 @@ def test_a_dry_run_create_validates_stores_nothing_and_answers_200(
     assert body["id"] is None
     assert body["source_count"] == 2  # the repeated spec counts once
     assert [s["id"] for s in body["sources"]] == ["", ""]
-    assert count(db, Feed) == 0
-    assert count(db, Source) == 0
+    assert count_rows(db, Feed) == 0
+    assert count_rows(db, Source) == 0
 
 
 @pytest.mark.parametrize("word", ["0", "false", "no", "off", "maybe", ""])
@@ -231,7 +227,7 @@ def test_an_unknown_kind_is_refused_on_create(client: TestClient, api_user: ApiU
         )
         assert response.status_code == 400
         assert "kind" in response.json()["detail"]
-    assert count(db, Feed) == 0
+    assert count_rows(db, Feed) == 0
 
 
 def test_putting_another_kind_is_409_kind_immutable(
@@ -292,13 +288,13 @@ def test_delete_removes_the_feed_with_its_sources_and_items(
     assert dry.status_code == 200
     assert dry.json()["dry_run"] is True
     assert dry.json()["id"] == feed["id"]
-    assert count(db, Source) == 2
+    assert count_rows(db, Source) == 2
     response = client.delete(f"/v1/feeds/{feed['id']}", headers=api_user.headers)
     assert response.status_code == 204
     assert response.content == b""
     assert client.get(f"/v1/feeds/{feed['id']}", headers=api_user.headers).status_code == 404
-    assert count(db, Source) == 0
-    assert count(db, FeedItem) == 0
+    assert count_rows(db, Source) == 0
+    assert count_rows(db, FeedItem) == 0
 
 
 def test_every_feed_route_needs_credentials(client: TestClient, api_user: ApiUser) -> None:

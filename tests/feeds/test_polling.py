@@ -23,12 +23,9 @@ from app.kit.time import iso, utcnow
 from app.models import Account, Feed, FeedItem, Source
 from app.watches.run_queue import enqueue_first_runs
 from tests.conftest import ApiUser
+from tests.factories import rss_source
 from tests.feeds.conftest import Poll, items_of, later, make_feed, rss
 from tests.upstream import Upstream, respond, slow
-
-
-def rss_source(upstream: Upstream, path: str = "/feed.xml", **extra: Any) -> dict[str, Any]:
-    return {"spec": {"kind": "rss", "url": upstream.url(path), "name": "Local"}, **extra}
 
 
 def test_live_mode_takes_only_what_is_published_after_the_source_was_added(

@@ -12,34 +12,7 @@ from sqlalchemy.orm import Session
 from app.kit.time import utcnow
 from app.models import Campaign, Contact, Deliverable
 from tests.conftest import ApiUser
-
-
-def create_list(client: TestClient, user: ApiUser, name: str = "Newsletter") -> dict[str, Any]:
-    response = client.post("/lists", json={"name": name}, headers=user.headers)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def create_campaign(client: TestClient, user: ApiUser, title: str = "Launch") -> dict[str, Any]:
-    response = client.post(
-        "/campaigns",
-        json={
-            "title": title,
-            "subject": "Big news",
-            "html": "<p>News</p>",
-            "from_name": "Ann",
-            "from_email": "ann@example.com",
-        },
-        headers=user.headers,
-    )
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-def create_automation(client: TestClient, user: ApiUser, **body: Any) -> dict[str, Any]:
-    response = client.post("/automations", json={"title": "Welcome series", **body}, headers=user.headers)
-    assert response.status_code == 201, response.text
-    return response.json()
+from tests.factories import create_automation, create_campaign, create_list
 
 
 def email_body(**overrides: Any) -> dict[str, Any]:
@@ -177,7 +150,7 @@ def test_campaign_triggers_need_a_campaign_of_the_account(
     client: TestClient, api_user: ApiUser, make_user: Any, trigger_type: str
 ) -> None:
     theirs = create_campaign(client, make_user())
-    gone = create_campaign(client, api_user, "Gone")
+    gone = create_campaign(client, api_user, title="Gone")
     assert client.delete(f"/campaigns/{gone['id']}", headers=api_user.headers).status_code == 200
     newsletter = create_list(client, api_user)
     for extra in (
@@ -351,7 +324,7 @@ def test_patch_changes_the_trigger(client: TestClient, api_user: ApiUser) -> Non
     )
     assert untargeted.status_code == 422
     assert list(untargeted.json()["errors"]) == ["trigger_campaign_id"]
-    other_campaign = create_campaign(client, api_user, "Other")
+    other_campaign = create_campaign(client, api_user, title="Other")
     retargeted = client.patch(
         f"/automations/{automation['id']}",
         json={"trigger_campaign_id": other_campaign["id"]},

@@ -12,36 +12,13 @@ from sqlalchemy.orm import Session
 from time_machine import TimeMachineFixture
 
 from app.kit.time import utcnow
-from app.models import Account, Campaign, CampaignList, Contact, Deliverable
+from app.models import Account, Campaign, CampaignList
 from tests.conftest import ApiUser
+from tests.factories import add_contacts, add_deliverable, campaign_body, create_campaign, create_list
 
 # A valid address of 192 characters: one past the 191 limit.
 LONG_EMAIL = "a" * 60 + "@" + ".".join(["b" * 60, "c" * 60, "d" * 10]) + ".example"
 assert len(LONG_EMAIL) > 191
-
-
-def campaign_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "title": "Spring news",
-        "subject": "What is new this spring",
-        "html": "<p>Hello there</p>",
-        "from_name": "Ann Sender",
-        "from_email": "ann@example.com",
-    }
-    body.update(overrides)
-    return body
-
-
-def create_list(client: TestClient, user: ApiUser, name: str = "Newsletter") -> dict[str, Any]:
-    response = client.post("/lists", json={"name": name}, headers=user.headers)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def create_campaign(client: TestClient, user: ApiUser, **overrides: Any) -> dict[str, Any]:
-    response = client.post("/campaigns", json=campaign_body(**overrides), headers=user.headers)
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 def parse_time(value: str) -> datetime:
@@ -54,20 +31,6 @@ def mark_sent(db: Session, campaign_id: int) -> None:
     assert campaign is not None
     campaign.sent_at = utcnow()
     db.commit()
-
-
-def add_contacts(db: Session, account_id: int, count: int, prefix: str = "reader") -> list[int]:
-    contacts = [
-        Contact(account_id=account_id, email=f"{prefix}{i}@example.com", email_key=f"{prefix}{i}@example.com")
-        for i in range(count)
-    ]
-    db.add_all(contacts)
-    db.flush()
-    return [c.id for c in contacts]
-
-
-def add_deliverable(db: Session, account_id: int, campaign_id: int, contact_id: int, **fields: Any) -> None:
-    db.add(Deliverable(account_id=account_id, campaign_id=campaign_id, contact_id=contact_id, **fields))
 
 
 # ---------------------------------------------------------------------------------------------- GET list

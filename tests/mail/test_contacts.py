@@ -11,8 +11,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.models import Account, Campaign, Contact, ContactField, ContactFieldValue, Deliverable
+from app.models import Account, Contact, ContactField, ContactFieldValue, Deliverable
 from tests.conftest import ApiUser
+from tests.factories import add_campaign, add_deliverable, create_contact, create_list
 
 CONTACT_KEYS = {
     "id",
@@ -41,18 +42,6 @@ ENVELOPE_KEYS = {
 
 
 # helpers ----------------------------------------------------------------------------------------------------
-
-
-def create_contact(client: TestClient, user: ApiUser, email: str = "ann@example.com", **body: Any) -> dict:
-    response = client.post("/contacts", json={"email": email, **body}, headers=user.headers)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def create_list(client: TestClient, user: ApiUser, name: str = "Newsletter") -> int:
-    response = client.post("/lists", json={"name": name}, headers=user.headers)
-    assert response.status_code == 200, response.text
-    return int(response.json()["id"])
 
 
 def list_member_emails(client: TestClient, user: ApiUser, list_id: int) -> list[str]:
@@ -84,29 +73,6 @@ def field_values(db: Session, contact_id: int) -> dict[str, str]:
         .where(ContactFieldValue.contact_id == contact_id)
     ).all()
     return dict(rows)  # type: ignore[arg-type]
-
-
-def add_campaign(db: Session, user: ApiUser, title: str = "Spring sale") -> int:
-    campaign = Campaign(
-        account_id=user.account_id,
-        title=title,
-        subject="Hello",
-        html="<p>Hello</p>",
-        from_name="Sender",
-        from_email="sender@example.com",
-    )
-    db.add(campaign)
-    db.commit()
-    return campaign.id
-
-
-def add_deliverable(db: Session, user: ApiUser, campaign_id: int, contact_id: int, **values: Any) -> int:
-    deliverable = Deliverable(
-        account_id=user.account_id, campaign_id=campaign_id, contact_id=contact_id, **values
-    )
-    db.add(deliverable)
-    db.commit()
-    return deliverable.id
 
 
 def deliverable_state(db: Session, deliverable_id: int) -> str:
@@ -311,7 +277,7 @@ def test_upsert_never_clears_unsubscribed_at(client: TestClient, api_user: ApiUs
 def test_soft_deleted_contact_comes_back_with_its_id(
     client: TestClient, api_user: ApiUser, db: Session
 ) -> None:
-    newsletter = create_list(client, api_user)
+    newsletter = create_list(client, api_user)["id"]
     original = create_contact(
         client,
         api_user,
@@ -333,9 +299,9 @@ def test_soft_deleted_contact_comes_back_with_its_id(
 
 
 def test_create_contact_adds_it_to_lists(client: TestClient, api_user: ApiUser) -> None:
-    news = create_list(client, api_user, "News")
-    offers = create_list(client, api_user, "Offers")
-    events = create_list(client, api_user, "Events")
+    news = create_list(client, api_user, "News")["id"]
+    offers = create_list(client, api_user, "Offers")["id"]
+    events = create_list(client, api_user, "Events")["id"]
     create_contact(client, api_user, "ann@example.com", lists=[news, offers])
     assert list_member_emails(client, api_user, news) == ["ann@example.com"]
     assert list_member_emails(client, api_user, offers) == ["ann@example.com"]
@@ -351,13 +317,13 @@ def test_create_contact_adds_it_to_lists(client: TestClient, api_user: ApiUser) 
 def test_create_contact_with_a_list_that_is_not_the_accounts_is_400(
     client: TestClient, api_user: ApiUser, make_user: Any, whose: str
 ) -> None:
-    mine = create_list(client, api_user, "Mine")
+    mine = create_list(client, api_user, "Mine")["id"]
     if whose == "other account":
-        bad = create_list(client, make_user(), "Theirs")
+        bad = create_list(client, make_user(), "Theirs")["id"]
     elif whose == "unknown":
         bad = 987654
     else:
-        bad = create_list(client, api_user, "Deleted")
+        bad = create_list(client, api_user, "Deleted")["id"]
         assert client.delete(f"/lists/{bad}", headers=api_user.headers).status_code == 200
     response = client.post(
         "/contacts", json={"email": "ann@example.com", "lists": [mine, bad]}, headers=api_user.headers
@@ -506,8 +472,8 @@ def test_deleting_frees_room_under_the_limit(client: TestClient, make_user: Any)
 def test_create_contact_from_a_form_body_with_php_brackets(
     client: TestClient, api_user: ApiUser, db: Session
 ) -> None:
-    news = create_list(client, api_user, "News")
-    offers = create_list(client, api_user, "Offers")
+    news = create_list(client, api_user, "News")["id"]
+    offers = create_list(client, api_user, "Offers")["id"]
     response = client.post(
         "/contacts",
         data={
@@ -530,8 +496,8 @@ def test_create_contact_from_a_form_body_with_php_brackets(
 
 
 def test_create_contact_from_the_query_string(client: TestClient, api_user: ApiUser, db: Session) -> None:
-    news = create_list(client, api_user, "News")
-    offers = create_list(client, api_user, "Offers")
+    news = create_list(client, api_user, "News")["id"]
+    offers = create_list(client, api_user, "Offers")["id"]
     response = client.post(
         f"/contacts?email=bob%40example.com&last_name=Stone&lists[]={news}&lists[]={offers}"
         "&contact_fields[0][name]=company&contact_fields[0][value]=Acme",
@@ -547,8 +513,8 @@ def test_create_contact_from_the_query_string(client: TestClient, api_user: ApiU
 
 
 def test_query_string_lists_may_be_comma_separated(client: TestClient, api_user: ApiUser) -> None:
-    news = create_list(client, api_user, "News")
-    offers = create_list(client, api_user, "Offers")
+    news = create_list(client, api_user, "News")["id"]
+    offers = create_list(client, api_user, "Offers")["id"]
     response = client.post(
         f"/contacts?email=cy%40example.com&lists={news},{offers}", headers=api_user.headers
     )
@@ -632,9 +598,9 @@ def test_patch_contact_with_null_clears_a_name(client: TestClient, api_user: Api
 
 
 def test_patch_lists_replaces_memberships(client: TestClient, api_user: ApiUser) -> None:
-    news = create_list(client, api_user, "News")
-    offers = create_list(client, api_user, "Offers")
-    events = create_list(client, api_user, "Events")
+    news = create_list(client, api_user, "News")["id"]
+    offers = create_list(client, api_user, "Offers")["id"]
+    events = create_list(client, api_user, "Events")["id"]
     contact = create_contact(client, api_user, "ann@example.com", lists=[news, offers])
     bob = create_contact(client, api_user, "bob@example.com", lists=[news])
 
@@ -653,8 +619,8 @@ def test_patch_lists_replaces_memberships(client: TestClient, api_user: ApiUser)
 
 
 def test_patch_lists_from_a_form_body(client: TestClient, api_user: ApiUser) -> None:
-    news = create_list(client, api_user, "News")
-    offers = create_list(client, api_user, "Offers")
+    news = create_list(client, api_user, "News")["id"]
+    offers = create_list(client, api_user, "Offers")["id"]
     contact = create_contact(client, api_user, "ann@example.com", lists=[news])
     response = client.patch(
         f"/contacts/{contact['id']}", data={"lists[]": [str(offers)]}, headers=api_user.headers
@@ -712,8 +678,8 @@ def test_patch_contact_with_bad_types_is_422(
 def test_patch_contact_with_another_accounts_list_is_422(
     client: TestClient, api_user: ApiUser, make_user: Any
 ) -> None:
-    mine = create_list(client, api_user, "Mine")
-    theirs = create_list(client, make_user(), "Theirs")
+    mine = create_list(client, api_user, "Mine")["id"]
+    theirs = create_list(client, make_user(), "Theirs")["id"]
     contact = create_contact(client, api_user, "ann@example.com", lists=[mine])
     response = client.patch(f"/contacts/{contact['id']}", json={"lists": [theirs]}, headers=api_user.headers)
     assert response.status_code == 422
@@ -769,11 +735,11 @@ def test_delete_contact_cancels_its_queued_deliverables(
 ) -> None:
     ann = create_contact(client, api_user, "ann@example.com")
     bob = create_contact(client, api_user, "bob@example.com")
-    first = add_campaign(db, api_user, "First")
-    second = add_campaign(db, api_user, "Second")
-    queued = add_deliverable(db, api_user, first, ann["id"])
-    sent = add_deliverable(db, api_user, second, ann["id"], state="sent", sent_at=at(9))
-    others = add_deliverable(db, api_user, first, bob["id"])
+    first = add_campaign(db, api_user.account_id, "First")
+    second = add_campaign(db, api_user.account_id, "Second")
+    queued = add_deliverable(db, api_user.account_id, first, ann["id"])
+    sent = add_deliverable(db, api_user.account_id, second, ann["id"], state="sent", sent_at=at(9))
+    others = add_deliverable(db, api_user.account_id, first, bob["id"])
 
     assert client.delete(f"/contacts/{ann['id']}", headers=api_user.headers).status_code == 200
     assert deliverable_state(db, queued) == "cancelled"
@@ -823,15 +789,22 @@ def test_activity_reports_the_contacts_deliverables(
 ) -> None:
     ann = create_contact(client, api_user, "ann@example.com")
     bob = create_contact(client, api_user, "bob@example.com")
-    spring = add_campaign(db, api_user, "Spring sale")
-    summer = add_campaign(db, api_user, "Summer sale")
-    autumn = add_campaign(db, api_user, "Autumn sale")
+    spring = add_campaign(db, api_user.account_id, "Spring sale")
+    summer = add_campaign(db, api_user.account_id, "Summer sale")
+    autumn = add_campaign(db, api_user.account_id, "Autumn sale")
     add_deliverable(
-        db, api_user, spring, ann["id"], state="sent", sent_at=at(8), opened_at=at(9), clicked_at=at(9, 30)
+        db,
+        api_user.account_id,
+        spring,
+        ann["id"],
+        state="sent",
+        sent_at=at(8),
+        opened_at=at(9),
+        clicked_at=at(9, 30),
     )
     add_deliverable(
         db,
-        api_user,
+        api_user.account_id,
         summer,
         ann["id"],
         state="bounced",
@@ -840,12 +813,14 @@ def test_activity_reports_the_contacts_deliverables(
         spam_at=at(10, 6),
         unsubscribed_at=at(10, 7),
     )
-    add_deliverable(db, api_user, autumn, ann["id"], state="cancelled")
-    add_deliverable(db, api_user, autumn, bob["id"], state="sent", sent_at=at(23), opened_at=at(23))
-    winter = add_campaign(db, api_user, "Winter sale")
+    add_deliverable(db, api_user.account_id, autumn, ann["id"], state="cancelled")
+    add_deliverable(
+        db, api_user.account_id, autumn, bob["id"], state="sent", sent_at=at(23), opened_at=at(23)
+    )
+    winter = add_campaign(db, api_user.account_id, "Winter sale")
     add_deliverable(
         db,
-        api_user,
+        api_user.account_id,
         winter,
         ann["id"],
         state="sent",
@@ -922,7 +897,7 @@ def test_activity_of_unknown_or_foreign_contact_is_404(
 
 
 def test_batch_creates_and_updates(client: TestClient, api_user: ApiUser) -> None:
-    news = create_list(client, api_user)
+    news = create_list(client, api_user)["id"]
     existing = create_contact(client, api_user, "ann@example.com", first_name="Ann", last_name="Lee")
     response = batch(
         client,
@@ -949,8 +924,8 @@ def test_batch_creates_and_updates(client: TestClient, api_user: ApiUser) -> Non
 
 
 def test_batch_counts_duplicates_once(client: TestClient, api_user: ApiUser) -> None:
-    news = create_list(client, api_user, "News")
-    offers = create_list(client, api_user, "Offers")
+    news = create_list(client, api_user, "News")["id"]
+    offers = create_list(client, api_user, "Offers")["id"]
     response = batch(
         client,
         api_user,
@@ -1059,8 +1034,8 @@ def test_batch_validation_is_422(client: TestClient, api_user: ApiUser, body: di
 def test_batch_with_another_accounts_list_is_422(
     client: TestClient, api_user: ApiUser, make_user: Any
 ) -> None:
-    theirs = create_list(client, make_user(), "Theirs")
-    mine = create_list(client, api_user, "Mine")
+    theirs = create_list(client, make_user(), "Theirs")["id"]
+    mine = create_list(client, api_user, "Mine")["id"]
     response = batch(
         client,
         api_user,
@@ -1078,7 +1053,7 @@ def test_batch_with_another_accounts_list_is_422(
 
 
 def test_batch_from_a_form_body(client: TestClient, api_user: ApiUser) -> None:
-    news = create_list(client, api_user)
+    news = create_list(client, api_user)["id"]
     response = client.post(
         "/contacts/batch",
         data={
@@ -1145,7 +1120,7 @@ def test_unsubscribe_sets_unsubscribed_at(client: TestClient, api_user: ApiUser)
 
 def test_unsubscribe_cancels_queued_deliverables(client: TestClient, api_user: ApiUser, db: Session) -> None:
     contact = create_contact(client, api_user, "ann@example.com")
-    queued = add_deliverable(db, api_user, add_campaign(db, api_user), contact["id"])
+    queued = add_deliverable(db, api_user.account_id, add_campaign(db, api_user.account_id), contact["id"])
     client.patch("/unsubscribe", json={"email": "ann@example.com"}, headers=api_user.headers)
     assert deliverable_state(db, queued) == "cancelled"
 

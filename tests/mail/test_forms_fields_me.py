@@ -8,21 +8,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.kit.time import utcnow
-from app.mail.form_service import create_form
 from app.models import ContactField, Form
 from tests.conftest import ApiUser
-
-
-def create_list(client: TestClient, user: ApiUser, name: str = "Newsletter") -> dict[str, Any]:
-    response = client.post("/lists", json={"name": name}, headers=user.headers)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def make_form(db: Session, user: ApiUser, title: str, list_ids: list[int]) -> int:
-    form = create_form(db, user.account_id, title, list_ids)
-    db.commit()
-    return form.id
+from tests.factories import create_list, make_form
 
 
 def me(client: TestClient, user: ApiUser) -> dict[str, Any]:
@@ -106,10 +94,10 @@ def test_get_forms_lists_the_accounts_forms(
     client: TestClient, api_user: ApiUser, make_user: Any, db: Session
 ) -> None:
     newsletter = create_list(client, api_user)
-    signup = make_form(db, api_user, "Newsletter sign-up", [newsletter["id"]])
-    webinar = make_form(db, api_user, "Webinar registration", [newsletter["id"]])
+    signup = make_form(db, api_user.account_id, "Newsletter sign-up", [newsletter["id"]])
+    webinar = make_form(db, api_user.account_id, "Webinar registration", [newsletter["id"]])
     other = make_user()
-    make_form(db, other, "Not mine", [create_list(client, other)["id"]])
+    make_form(db, other.account_id, "Not mine", [create_list(client, other)["id"]])
 
     response = client.get("/forms", headers=api_user.headers)
     assert response.status_code == 200
@@ -126,8 +114,8 @@ def test_get_forms_lists_the_accounts_forms(
 
 def test_get_forms_searches_titles(client: TestClient, api_user: ApiUser, db: Session) -> None:
     newsletter = create_list(client, api_user)
-    make_form(db, api_user, "Newsletter sign-up", [newsletter["id"]])
-    webinar = make_form(db, api_user, "Webinar registration", [newsletter["id"]])
+    make_form(db, api_user.account_id, "Newsletter sign-up", [newsletter["id"]])
+    webinar = make_form(db, api_user.account_id, "Webinar registration", [newsletter["id"]])
     found = client.get("/forms", params={"query": "WEBIN"}, headers=api_user.headers).json()
     assert [f["id"] for f in found["data"]] == [webinar]
     assert found["total"] == 1
@@ -140,7 +128,7 @@ def test_get_forms_searches_titles(client: TestClient, api_user: ApiUser, db: Se
 
 def test_get_form(client: TestClient, api_user: ApiUser, make_user: Any, db: Session) -> None:
     newsletter = create_list(client, api_user)
-    form_id = make_form(db, api_user, "Newsletter sign-up", [newsletter["id"]])
+    form_id = make_form(db, api_user.account_id, "Newsletter sign-up", [newsletter["id"]])
     response = client.get(f"/forms/{form_id}", headers=api_user.headers)
     assert response.status_code == 200
     assert response.json()["id"] == form_id
@@ -156,7 +144,7 @@ def test_get_form(client: TestClient, api_user: ApiUser, make_user: Any, db: Ses
 
 def test_deleted_form_is_gone(client: TestClient, api_user: ApiUser, db: Session) -> None:
     newsletter = create_list(client, api_user)
-    form_id = make_form(db, api_user, "Old form", [newsletter["id"]])
+    form_id = make_form(db, api_user.account_id, "Old form", [newsletter["id"]])
     form = db.get(Form, form_id)
     assert form is not None
     form.deleted_at = utcnow()
@@ -170,7 +158,7 @@ def test_delete_list_used_by_a_form_is_409_with_usages(
 ) -> None:
     newsletter = create_list(client, api_user)
     spare = create_list(client, api_user, "Spare")
-    form_id = make_form(db, api_user, "Newsletter sign-up", [newsletter["id"], spare["id"]])
+    form_id = make_form(db, api_user.account_id, "Newsletter sign-up", [newsletter["id"], spare["id"]])
     automation = client.post(
         "/automations",
         json={"title": "Welcome", "trigger_type": "apply_list", "trigger_list_id": newsletter["id"]},

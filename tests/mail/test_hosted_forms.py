@@ -25,6 +25,7 @@ from app.mail.hosted_form_service import FormLimits
 from app.mail.sending.tokens import MailTokens, Signup
 from app.models import ContactList, Form
 from tests.conftest import ApiUser
+from tests.factories import create_list
 from tests.smtp_sink import Received, SmtpSink
 
 LINK = re.compile(r"https?://[^\s\"'<>]+/f/confirm/([A-Za-z0-9_.\-]+)")
@@ -43,15 +44,9 @@ def roomy(app: Any) -> None:
     app.state.form_limits = FormLimits(RateLimiter("10000/minute"), RateLimiter("10000/minute"))
 
 
-def new_list(client: TestClient, user: ApiUser, name: str = "Newsletter") -> int:
-    response = client.post("/lists", json={"name": name}, headers=user.headers)
-    assert response.status_code == 200, response.text
-    return int(response.json()["id"])
-
-
 def new_form(client: TestClient, db: Session, user: ApiUser, title: str = "Weekly news") -> tuple[int, int]:
     """A form subscribing to a new list; returns (form id, list id)."""
-    list_id = new_list(client, user)
+    list_id = create_list(client, user)["id"]
     form = create_form(db, user.account_id, title, [list_id])
     db.commit()
     return form.id, list_id
@@ -174,7 +169,7 @@ def test_a_json_body_is_accepted(client: TestClient, db: Session, api_user: ApiU
 def test_an_existing_contact_keeps_its_lists_and_takes_the_given_names(
     client: TestClient, db: Session, api_user: ApiUser, sink: SmtpSink
 ) -> None:
-    other = new_list(client, api_user, "Other")
+    other = create_list(client, api_user, "Other")["id"]
     made = client.post(
         "/contacts",
         json={"email": "old@example.com", "first_name": "Old", "last_name": "Kept", "lists": [other]},
@@ -599,7 +594,7 @@ def test_an_old_link_does_not_undo_a_later_unsubscribe(
 def test_a_soft_deleted_contact_comes_back_with_only_the_forms_lists(
     client: TestClient, db: Session, api_user: ApiUser, sink: SmtpSink
 ) -> None:
-    other = new_list(client, api_user, "Other")
+    other = create_list(client, api_user, "Other")["id"]
     made = client.post(
         "/contacts", json={"email": "again@example.com", "lists": [other]}, headers=api_user.headers
     ).json()

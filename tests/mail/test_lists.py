@@ -5,12 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from tests.conftest import ApiUser
-
-
-def create_list(client: TestClient, user: ApiUser, name: str = "Newsletter") -> dict:
-    response = client.post("/lists", json={"name": name}, headers=user.headers)
-    assert response.status_code == 200, response.text
-    return response.json()
+from tests.factories import create_list
 
 
 def test_create_list_returns_the_list_with_zero_averages(client: TestClient, api_user: ApiUser) -> None:

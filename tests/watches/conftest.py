@@ -100,10 +100,6 @@ def later(seconds: float = 0, *, minutes: float = 0) -> datetime:
     return utcnow() + timedelta(seconds=seconds, minutes=minutes)
 
 
-def rss_source(upstream: Upstream, path: str = "/feed.xml") -> dict[str, Any]:
-    return {"spec": {"kind": "rss", "url": upstream.url(path), "name": "Local"}}
-
-
 def serve_items(upstream: Upstream, entries: list[tuple[str, str]], path: str = "/feed.xml") -> None:
     """An RSS document of (guid, title) entries, each published a minute ago (after any source was
     added in a test, they count as new: the feed's sources start in live mode)."""

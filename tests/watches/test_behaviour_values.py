@@ -13,8 +13,9 @@ from sqlalchemy.orm import Session
 
 from app.watches.run_queue import window_of
 from tests.conftest import ApiUser
+from tests.factories import rss_source
 from tests.upstream import Upstream
-from tests.watches.conftest import Drain, Poll, later, make_feed, make_watch, rss_source, runs_of, serve_items
+from tests.watches.conftest import Drain, Poll, later, make_feed, make_watch, runs_of, serve_items
 
 MAX_INTEGER = 2**31 - 1
 LOG = {"kind": "log", "config": {}}

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.models import Watch, WatchAction
 from tests.conftest import ApiUser
+from tests.factories import count_rows
 from tests.watches.conftest import make_watch
 
 FILTER = {"kind": "semantic_filter", "config": {"instructions": "Posts about Rust"}}
@@ -44,11 +45,6 @@ def refused(response: Any, field: str) -> list[str]:
     return messages
 
 
-def count(db: Session, model: Any) -> int:
-    db.expire_all()
-    return db.scalar(select(func.count()).select_from(model)) or 0
-
-
 @pytest.mark.parametrize("action", [FILTER, EXTRACT], ids=["semantic_filter", "extract"])
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_a_watch_with_an_engine_action_and_no_engine_is_refused(
@@ -69,7 +65,7 @@ def test_a_watch_with_an_engine_action_and_no_engine_is_refused(
         headers=api_user.headers,
     )
     assert refused(created, "actions[1].config.engine") == [message]
-    assert count(db, Watch) == 0
+    assert count_rows(db, Watch) == 0
     # A chain without an engine action needs none.
     assert make_watch(client, api_user.headers, [], [LOG])["actions"][0]["kind"] == "log"
 

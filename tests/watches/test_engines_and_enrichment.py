@@ -17,10 +17,11 @@ from app.config import Settings
 from app.kit.time import utcnow
 from app.models import FeedItem
 from tests.conftest import ApiUser
+from tests.factories import rss_source
 from tests.fake_engine import FakeEngine
 from tests.feeds.conftest import rss
 from tests.upstream import Upstream
-from tests.watches.conftest import Drain, Poll, later, make_feed, make_watch, rss_source, runs_of
+from tests.watches.conftest import Drain, Poll, later, make_feed, make_watch, runs_of
 
 STATUS_KEYS = {"kind", "available", "default_model", "available_models", "unreachable_reason", "how_to_fix"}
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.models import Watch, WatchAction, WatchFeed
 from tests.conftest import ApiUser
+from tests.factories import count_rows
 from tests.watches.conftest import make_feed, make_watch
 
 FILTER = {"kind": "semantic_filter", "config": {"instructions": "Posts about Rust"}}
@@ -32,11 +32,6 @@ HOOK = {
 }
 WATCH_KEYS = {"id", "name", "is_active", "feed_ids", "user_id", "created_at"}
 ACTION_KEYS = {"id", "kind", "rank", "config", "summary", "created_at"}
-
-
-def count(db: Session, model: Any) -> int:
-    db.expire_all()
-    return db.scalar(select(func.count()).select_from(model)) or 0
 
 
 def test_create_answers_201_with_the_chain_in_order_and_defaults(
@@ -172,7 +167,7 @@ def test_dry_runs_store_nothing(client: TestClient, api_user: ApiUser, db: Sessi
     assert body["dry_run"] is True and body["id"] is None
     assert [a["id"] for a in body["actions"]] == ["", ""]
     assert body["actions"][1]["config"]["url"] == "https://hooks.example.com/***"
-    assert count(db, Watch) == 0 and count(db, WatchAction) == 0 and count(db, WatchFeed) == 0
+    assert count_rows(db, Watch) == 0 and count_rows(db, WatchAction) == 0 and count_rows(db, WatchFeed) == 0
     watch = make_watch(client, api_user.headers, [feed["id"]], [FILTER])
     path = f"/v1/watches/{watch['id']}"
     edit = client.put(
@@ -261,7 +256,7 @@ def test_put_patch_list_and_delete(client: TestClient, api_user: ApiUser, db: Se
     assert [w["id"] for w in rest["items"]] == [ids[0], watch["id"]] and rest["next_cursor"] == watch["id"]
     assert client.delete(path, headers=api_user.headers).status_code == 204
     assert client.get(path, headers=api_user.headers).status_code == 404
-    assert count(db, WatchAction) == 0
+    assert count_rows(db, WatchAction) == 0
     # Deleting a feed drops it from the watches subscribed to it.
     other = make_watch(client, api_user.headers, [feeds[1]], [])
     client.delete(f"/v1/feeds/{feeds[1]}", headers=api_user.headers)
@@ -452,7 +447,7 @@ def test_a_webhook_host_that_is_not_a_valid_idna_name_is_400_not_500(
         response = client.request(method, path, json=body, headers=api_user.headers)
         assert response.status_code == 400, (method, response.text)
         assert "config.url" in response.json()["detail"]
-    assert count(db, WatchAction) == 1
+    assert count_rows(db, WatchAction) == 1
 
 
 @pytest.mark.parametrize(
@@ -478,7 +473,7 @@ def test_header_values_that_cannot_be_sent_verbatim_are_refused(
     created = client.post("/v1/watches", json={"name": "W", "actions": [hook]}, headers=api_user.headers)
     assert created.status_code == 400, created.text
     assert set(created.json()["detail"]) == {"actions[0].config.headers"}, created.json()
-    assert count(db, Watch) == 0
+    assert count_rows(db, Watch) == 0
     # Tabs inside, an empty value and visible ASCII are fine.
     fine = {"X-Tab": "a\tb", "X-Empty": "", "X-Sig": "sha256=abc/+~!"}
     ok = {"kind": "webhook", "config": {"url": "https://hooks.example.com/x", "headers": fine}}
@@ -498,7 +493,7 @@ def test_adding_an_action_past_the_chain_limit_is_refused(
         assert added.status_code == 400, added.text
         assert added.json()["error"] == "validation_error"
         assert "50 actions" in added.json()["detail"]["body"][0], added.json()
-    assert count(db, WatchAction) == 50
+    assert count_rows(db, WatchAction) == 50
     # Moving one within a full chain is still an edit, not an addition.
     last = watch["actions"][-1]["id"]
     moved = client.put(f"/v1/actions/{last}", json={**LOG, "rank": 0}, headers=api_user.headers)

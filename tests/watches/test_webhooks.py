@@ -22,8 +22,9 @@ from app.watches.actions import webhook
 from app.watches.drain import make_context
 from app.watches.run_queue import claim_runs, open_deliveries, record_outcomes, window_of
 from tests.conftest import ApiUser
+from tests.factories import rss_source
 from tests.upstream import Upstream, big_body, respond, slow
-from tests.watches.conftest import Drain, Poll, later, make_feed, make_watch, rss_source, runs_of, serve_items
+from tests.watches.conftest import Drain, Poll, later, make_feed, make_watch, runs_of, serve_items
 
 DELIVERY_KEYS = {
     "id",

@@ -14,17 +14,12 @@ from app.config import Settings
 from app.kit.time import utcnow
 from app.models import Automation, Campaign, ListMembership
 from tests.conftest import ApiUser
+from tests.factories import create_list
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
 from tests.mail.sending.emails import contact_id_of, deliverables_of, links_in, worker_at
 
 ANN, BOB, CY = "ann@example.com", "bob@example.com", "cy@example.com"
 HOUR = timedelta(hours=1)
-
-
-def new_list(client: TestClient, user: ApiUser, name: str = "Welcome") -> int:
-    response = client.post("/lists", json={"name": name}, headers=user.headers)
-    assert response.status_code == 200, response.text
-    return int(response.json()["id"])
 
 
 def automation(client: TestClient, user: ApiUser, delays: list[int], **trigger: Any) -> dict[str, Any]:
@@ -79,7 +74,7 @@ def test_apply_list_queues_the_emails_at_cumulative_delays_and_the_worker_sends_
     sender: Sender,
     smtp_sink: SmtpSink,
 ) -> None:
-    list_id = new_list(client, api_user)
+    list_id = create_list(client, api_user)["id"]
     series = automation(client, api_user, [0, 24, 48], trigger_type="apply_list", trigger_list_id=list_id)
     response = client.post("/contacts", json={"email": ANN, "lists": [list_id]}, headers=api_user.headers)
     assert response.status_code == 200, response.text
@@ -104,7 +99,7 @@ def test_apply_list_queues_the_emails_at_cumulative_delays_and_the_worker_sends_
 def test_only_new_memberships_of_subscribed_contacts_fire_and_each_email_is_queued_once(
     client: TestClient, api_user: ApiUser, db: Session
 ) -> None:
-    list_id, other_list = new_list(client, api_user), new_list(client, api_user, "Other")
+    list_id, other_list = create_list(client, api_user)["id"], create_list(client, api_user, "Other")["id"]
     series = automation(client, api_user, [0, 24], trigger_type="apply_list", trigger_list_id=list_id)
     headers = api_user.headers
     # Cy is on the other list only and unsubscribed before joining the automation's list.
@@ -140,7 +135,7 @@ def test_only_new_memberships_of_subscribed_contacts_fire_and_each_email_is_queu
 
 
 def test_patch_contact_adding_the_list_fires(client: TestClient, api_user: ApiUser, db: Session) -> None:
-    list_id = new_list(client, api_user)
+    list_id = create_list(client, api_user)["id"]
     series = automation(client, api_user, [2], trigger_type="apply_list", trigger_list_id=list_id)
     client.post("/contacts", json={"email": ANN}, headers=api_user.headers)
     ann_id = contact_id_of(client, api_user.headers, ANN)
@@ -154,7 +149,7 @@ def test_patch_contact_adding_the_list_fires(client: TestClient, api_user: ApiUs
 def test_inactive_deleted_and_other_list_automations_do_not_fire(
     client: TestClient, api_user: ApiUser, db: Session
 ) -> None:
-    list_id, other_list = new_list(client, api_user), new_list(client, api_user, "Other")
+    list_id, other_list = create_list(client, api_user)["id"], create_list(client, api_user, "Other")["id"]
     off = automation(client, api_user, [0], trigger_type="apply_list", trigger_list_id=list_id)
     patch_active(client, api_user, off["id"], False)
     gone = automation(client, api_user, [0], trigger_type="apply_list", trigger_list_id=list_id)
@@ -224,7 +219,7 @@ def test_pause_holds_the_queued_emails_and_resume_moves_them_by_the_pause(
     session_factory: sessionmaker[Session],
     smtp_sink: SmtpSink,
 ) -> None:
-    list_id = new_list(client, api_user)
+    list_id = create_list(client, api_user)["id"]
     series = automation(client, api_user, [1, 24], trigger_type="apply_list", trigger_list_id=list_id)
     client.post("/contacts", json={"email": ANN, "lists": [list_id]}, headers=api_user.headers)
     before = [r.send_after for r in deliverables_of(db, ANN)]
@@ -256,7 +251,7 @@ def test_pause_holds_the_queued_emails_and_resume_moves_them_by_the_pause(
 def test_switching_on_an_automation_that_was_never_paused_moves_nothing(
     client: TestClient, api_user: ApiUser, db: Session
 ) -> None:
-    list_id = new_list(client, api_user)
+    list_id = create_list(client, api_user)["id"]
     series = automation(client, api_user, [1], trigger_type="apply_list", trigger_list_id=list_id)
     client.post("/contacts", json={"email": ANN, "lists": [list_id]}, headers=api_user.headers)
     before = deliverables_of(db, ANN)
@@ -273,7 +268,7 @@ def test_deleting_the_automation_cancels_its_queued_emails(
     sender: Sender,
     smtp_sink: SmtpSink,
 ) -> None:
-    list_id = new_list(client, api_user)
+    list_id = create_list(client, api_user)["id"]
     series = automation(client, api_user, [0, 24], trigger_type="apply_list", trigger_list_id=list_id)
     client.post("/contacts", json={"email": ANN, "lists": [list_id]}, headers=api_user.headers)
     assert sender.drain() == 1
@@ -291,7 +286,7 @@ def test_deleting_or_unsubscribing_the_contact_cancels_its_queued_emails(
     session_factory: sessionmaker[Session],
     smtp_sink: SmtpSink,
 ) -> None:
-    list_id = new_list(client, api_user)
+    list_id = create_list(client, api_user)["id"]
     automation(client, api_user, [1, 24], trigger_type="apply_list", trigger_list_id=list_id)
     for email in (ANN, BOB):
         client.post("/contacts", json={"email": email, "lists": [list_id]}, headers=api_user.headers)
@@ -310,7 +305,7 @@ def test_deleting_or_unsubscribing_the_contact_cancels_its_queued_emails(
 def test_a_halted_automation_email_is_skipped_and_the_next_keeps_its_time(
     client: TestClient, api_user: ApiUser, db: Session
 ) -> None:
-    list_id = new_list(client, api_user)
+    list_id = create_list(client, api_user)["id"]
     series = automation(client, api_user, [1, 2], trigger_type="apply_list", trigger_list_id=list_id)
     db.execute(update(Campaign).where(Campaign.id == series["emails"][0]).values(halted_at=utcnow()))
     db.commit()
