@@ -173,7 +173,10 @@ async def _run_worker(settings: Settings, *, once: bool) -> None:
     try:
         if once:
             done = await scheduler.drain()
-            typer.echo(f"sent {done.emails} emails, polled {done.feeds} feeds, ran {done.runs} watch runs")
+            typer.echo(
+                f"sent {done.emails} emails, polled {done.feeds} feeds, ran {done.runs} watch runs,"
+                f" delivered {done.events} webhook events"
+            )
             return
         await scheduler.start()
         freeze_start_up_objects()

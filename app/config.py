@@ -126,6 +126,10 @@ class Settings(BaseSettings):
     # Webhook calls: the deadline and how much of the receiver's answer is read.
     webhook_timeout: float = 30.0
     webhook_max_response_bytes: int = 64 * 1024
+    # Account webhooks (events out), per worker process and delivery lane: events claimed at once, and
+    # calls in flight at once.
+    event_batch_size: int = 500
+    event_concurrency: int = 64
     # At most this many items in one digest request (a larger window goes out in several).
     digest_max_items: int = 500
     # Fetching an item's linked article for an engine (`fetch_external_content`).

@@ -51,6 +51,9 @@ def logging_config(log_format: str) -> dict[str, Any]:
             "uvicorn": {"handlers": [], "level": "INFO", "propagate": True},
             "uvicorn.error": {"handlers": [], "level": "INFO", "propagate": True},
             "uvicorn.access": {"handlers": [], "level": "INFO", "propagate": True},
+            # httpx logs every outbound request at INFO: a line per webhook delivery and feed fetch,
+            # which the deliveries' own records already say better.
+            "httpx": {"handlers": [], "level": "WARNING", "propagate": True},
         },
     }
 

@@ -54,7 +54,7 @@ def _add_common_responses(document: dict[str, Any]) -> None:
         },
     }
     for path, operations in document["paths"].items():
-        if path.startswith("/webhooks/"):
+        if path.startswith("/webhooks/bounces/"):
             # Called by email providers, who authenticate their own way (the routes say how).
             continue
         for operation in operations.values():

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.feeds.jobs import FeedJobs
 from app.identity.jobs import IdentityJobs
+from app.mail.events.delivery import EventDelivery
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import Transport, describe_transport, make_transport
 from app.mail.sending.worker import SendConfig, SendWorker
@@ -55,6 +56,7 @@ class Drained:
     emails: int
     feeds: int
     runs: int
+    events: int
 
 
 class Scheduler:
@@ -64,6 +66,7 @@ class Scheduler:
         self.transport: Transport | None = None
         self.feed_jobs: FeedJobs | None = None
         self.watch_jobs: WatchJobs | None = None
+        self.event_delivery: EventDelivery | None = None
         self.sender: SendWorker | None = None
         self._tasks: list[tuple[Job, asyncio.Task[None]]] = []
         self._stopping = asyncio.Event()
@@ -92,14 +95,21 @@ class Scheduler:
             self.watch_jobs = WatchJobs(self.settings, self.session_factory)
         return self.watch_jobs
 
+    def _event_delivery(self) -> EventDelivery:
+        if self.event_delivery is None:
+            self.event_delivery = EventDelivery(self.settings, self.session_factory)
+        return self.event_delivery
+
     async def drain(self) -> Drained:
         """Do what is due now, then return (`tidings worker --once`): send the due email, poll the due
-        feeds, then run the due watch runs, those the poll just enqueued included. Runs waiting for a
-        retry or a digest window later than now stay queued."""
+        feeds, then run the due watch runs, those the poll just enqueued included, then deliver the due
+        account webhook events. Runs and events waiting for a retry or a digest window later than now
+        stay queued."""
         emails = await self.send_worker().drain()
         feeds = await self._feed_jobs().poller.drain()
         runs = await self._watch_jobs().drain.drain()
-        return Drained(emails=emails, feeds=feeds, runs=runs)
+        events = await self._event_delivery().drain()
+        return Drained(emails=emails, feeds=feeds, runs=runs, events=events)
 
     def jobs(self) -> list[Job]:
         worker = self.sender = self.send_worker()
@@ -116,12 +126,14 @@ class Scheduler:
             Job(name, interval, run) for name, interval, run in IdentityJobs(self.session_factory).jobs()
         ]
         watch_jobs = [Job(name, interval, run) for name, interval, run in self._watch_jobs().jobs()]
+        event_jobs = [Job(name, interval, run) for name, interval, run in self._event_delivery().jobs()]
 
         sweep = min(LEASE_SWEEP_SECONDS, max(1.0, self.settings.send_lease_seconds / 2))
         return [
             *feed_jobs,
             *watch_jobs,
             *identity_jobs,
+            *event_jobs,
             Job("campaign fan-out", 1.0, fan_out),
             Job("send lease sweep", sweep, release_leases),
             *[
@@ -161,6 +173,9 @@ class Scheduler:
         if self.watch_jobs is not None:
             await self.watch_jobs.aclose()
             self.watch_jobs = None
+        if self.event_delivery is not None:
+            await self.event_delivery.aclose()
+            self.event_delivery = None
 
     async def _loop(self, job: Job) -> None:
         while not self._stopping.is_set():

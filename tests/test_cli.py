@@ -360,7 +360,9 @@ def test_users_create_sets_a_daily_send_limit(place: Place) -> None:
 
 def test_worker_once_sends_what_is_due_and_exits(place: Place) -> None:
     out = ok(place.run("worker", "--once"))
-    assert re.fullmatch(r"sent \d+ emails, polled \d+ feeds, ran \d+ watch runs\n", out), out
+    assert re.fullmatch(
+        r"sent \d+ emails, polled \d+ feeds, ran \d+ watch runs, delivered \d+ webhook events\n", out
+    ), out
 
 
 def test_worker_logs_json_lines_when_asked(place: Place) -> None:
@@ -386,4 +388,4 @@ def test_production_refuses_a_weak_key_and_an_http_base_url(tmp_path: Path) -> N
         TIDINGS_SECRET_KEY="k" * 48,
         TIDINGS_BASE_URL="https://mail.example.com",
     )
-    assert "sent 0 emails, polled 0 feeds, ran 0 watch runs" in ok(fine)
+    assert "sent 0 emails, polled 0 feeds, ran 0 watch runs, delivered 0 webhook events" in ok(fine)

@@ -19,7 +19,7 @@ from app.authroutes.v1_auth import Credentials, DevicePollInput, SignupInput, To
 from app.feeds import specs as feed_specs
 from app.identity import accounts, passwords
 from app.kit import v1_input
-from app.mail import bounces, campaign_rules, providers
+from app.mail import bounces, campaign_rules, providers, webhook_service
 from app.mail import field_service as fields
 from app.mail import hosted_form_service as hosted_forms
 from app.mail import input as mail_input
@@ -32,6 +32,7 @@ from app.mail.specs import (
     CampaignCreate,
     CampaignUpdate,
     ListCreate,
+    WebhookCreate,
 )
 from app.watches import specs as watch_specs
 
@@ -164,6 +165,10 @@ CODE: dict[str, list[Any]] = {
     "bounce reports in one request": [bounces.MAX_REPORTS],
     "provider webhook body (bytes)": [providers.MAX_BODY_BYTES],
     "Amazon SNS signing certificate (bytes)": [ses.MAX_CERTIFICATE_BYTES],
+    "account webhooks (`POST /webhooks`) of an account": [webhook_service.MAX_WEBHOOKS_PER_ACCOUNT],
+    "account webhook `url` (characters)": [cap(WebhookCreate, "url"), contacts.MAX_WEBHOOK_URL],
+    "account webhook `events` entries": [cap(WebhookCreate, "events", key="maxItems")],
+    "account webhook `secret` (characters)": [cap(WebhookCreate, "secret")],
     "bounce report text fields (characters)": [
         cap(bounces.Report, "email"),
         cap(bounces.Report, "message_id"),

@@ -48,6 +48,8 @@ from sqlalchemy.orm import Session
 
 from app.kit.errors import DomainError, ValidationFailed
 from app.mail.contact_service import cancel_queued, unsubscribe_contacts
+from app.mail.events.emit import ContactEvent, emit_per_account
+from app.mail.events.types import EventType
 from app.mail.input import laravel_errors
 from app.mail.sending.queue import BounceRule, stop_bouncing_campaigns
 from app.models import Contact, Deliverable
@@ -137,7 +139,8 @@ def apply_reports(session: Session, reports: Sequence[Report], now: datetime, ru
     if hard:
         _hard_bounces(session, hard, now, rule)
     if complaints:
-        _stamp_once(session, Deliverable.spam_at, [t.deliverable_id for t in complaints], now)
+        stamped = _stamp_once(session, Deliverable.spam_at, [t.deliverable_id for t in complaints], now)
+        _tell(session, EventType.CONTACT_COMPLAINED, stamped, now)
     if leaving:
         changed = set(unsubscribe_contacts(session, sorted({t.contact_id for t in leaving}), now))
         # The first report about each contact that unsubscribed it names the email that made it leave.
@@ -151,7 +154,7 @@ def apply_reports(session: Session, reports: Sequence[Report], now: datetime, ru
 
 def _hard_bounces(session: Session, targets: list[Target], now: datetime, rule: BounceRule) -> None:
     ids = sorted({t.deliverable_id for t in targets})
-    _stamp_once(session, Deliverable.bounced_at, ids, now)
+    _tell(session, EventType.CONTACT_BOUNCED, _stamp_once(session, Deliverable.bounced_at, ids, now), now)
     session.execute(
         update(Deliverable)
         .where(Deliverable.id.in_(ids), Deliverable.state == "sent")
@@ -169,16 +172,26 @@ def _hard_bounces(session: Session, targets: list[Target], now: datetime, rule: 
     stop_bouncing_campaigns(session, {t.campaign_id for t in targets}, now, rule)
 
 
-def _stamp_once(session: Session, column: Any, deliverable_ids: Iterable[int], now: datetime) -> None:
+def _stamp_once(session: Session, column: Any, deliverable_ids: Iterable[int], now: datetime) -> list[Any]:
+    """Set the column on the deliverables where it is empty; the rows this call set (account,
+    contact, campaign), so a repeated report tells nobody anything twice."""
     ids = sorted(set(deliverable_ids))
     if not ids:
-        return
-    session.execute(
-        update(Deliverable)
-        .where(Deliverable.id.in_(ids), column.is_(None))
-        .values({column.key: now, "updated_at": now})
-        .execution_options(synchronize_session=False)
+        return []
+    return list(
+        session.execute(
+            update(Deliverable)
+            .where(Deliverable.id.in_(ids), column.is_(None))
+            .values({column.key: now, "updated_at": now})
+            .returning(Deliverable.account_id, Deliverable.contact_id, Deliverable.campaign_id)
+            .execution_options(synchronize_session=False)
+        )
     )
+
+
+def _tell(session: Session, event_type: EventType, stamped: list[Any], now: datetime) -> None:
+    events = [(row.account_id, ContactEvent(row.contact_id, campaign_id=row.campaign_id)) for row in stamped]
+    emit_per_account(session, event_type, events, now)
 
 
 def _find_targets(session: Session, reports: Sequence[Report]) -> list[Target | None]:

@@ -42,6 +42,8 @@ from app.kit.responses import json_response
 from app.kit.time import iso_naive_utc, utcnow
 from app.mail.automation_runs import on_lists_joined
 from app.mail.common import check_list_ids, live_list_ids_among, owned, page_path, paginate, paginate_rows
+from app.mail.events.emit import ContactEvent, emit_contact_events, emit_per_account
+from app.mail.events.types import EventType
 from app.mail.field_service import set_field_values
 from app.mail.specs import BatchContact, ContactCreate, ContactFieldIn, ContactFilter, ContactUpdate
 from app.models import Account, Campaign, Contact, ContactFieldValue, Deliverable, ListMembership
@@ -407,6 +409,8 @@ def add_memberships(session: Session, account_id: int, pairs: list[tuple[int, in
         [{"contact_id": contact_id, "list_id": list_id, "created_at": now} for contact_id, list_id in pairs],
     ).all()
     on_lists_joined(session, account_id, [(contact_id, list_id) for contact_id, list_id in new], now)
+    joined = [ContactEvent(contact_id, list_id=list_id) for contact_id, list_id in new]
+    emit_contact_events(session, account_id, EventType.CONTACT_SUBSCRIBED, joined, now)
 
 
 def replace_memberships(
@@ -436,16 +440,17 @@ def unsubscribe_contacts(session: Session, contact_ids: list[int], now: datetime
     the ids that changed (an unsubscribe link or a report for an unsubscribed contact changes nothing)."""
     if not contact_ids:
         return []
-    changed = list(
-        session.scalars(
-            update(Contact)
-            .where(Contact.id.in_(contact_ids), Contact.unsubscribed_at.is_(None))
-            .values(unsubscribed_at=now, updated_at=now)
-            .returning(Contact.id)
-            .execution_options(synchronize_session=False)
-        )
-    )
+    rows = session.execute(
+        update(Contact)
+        .where(Contact.id.in_(contact_ids), Contact.unsubscribed_at.is_(None))
+        .values(unsubscribed_at=now, updated_at=now)
+        .returning(Contact.id, Contact.account_id)
+        .execution_options(synchronize_session=False)
+    ).all()
+    changed = [row.id for row in rows]
     cancel_queued(session, *changed)
+    left = [(row.account_id, ContactEvent(row.id)) for row in rows]
+    emit_per_account(session, EventType.CONTACT_UNSUBSCRIBED, left, now)
     return changed
 
 
@@ -591,9 +596,6 @@ def unsubscribe_by_email(session: Session, principal: Principal, email: str) -> 
     ).first()
     if contact is None:
         raise NotFound("Contact not found.")
-    if contact.unsubscribed_at is None:
-        contact.unsubscribed_at = utcnow()
-        contact.updated_at = contact.unsubscribed_at
-        cancel_queued(session, contact.id)
-    session.flush()
+    if contact.unsubscribed_at is None and unsubscribe_contacts(session, [contact.id], utcnow()):
+        session.refresh(contact)
     return contact

@@ -15,6 +15,7 @@ from app.mail import (
     list_routes,
     me_routes,
     tracking_routes,
+    webhook_routes,
 )
 
 mail_routers: list[APIRouter] = [
@@ -30,6 +31,7 @@ mail_routers: list[APIRouter] = [
         hosted_form_routes,
         tracking_routes,
         bounce_routes,
+        webhook_routes,
     )
 ]
 mail_router = APIRouter()

@@ -244,3 +244,27 @@ class WebhookAnswer(BaseModel):
 
     processed: int
     ignored: int
+
+
+class WebhookOut(Out):
+    """An account webhook (beyond SendFox). `secret` signs every delivery (Standard Webhooks)."""
+
+    id: str
+    url: str
+    events: list[str]
+    secret: str
+    created_at: Timestamp
+
+
+class WebhookAttemptOut(Out):
+    """One attempt to deliver one event (beyond SendFox): `GET /webhooks/{id}/deliveries`."""
+
+    id: str
+    event_id: str
+    event_type: str
+    attempt: int
+    state: Literal["succeeded", "failed", "errored"]
+    http_status: int | None
+    error: str
+    started_at: Timestamp
+    completed_at: Timestamp

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 from datetime import datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
@@ -17,6 +20,7 @@ from app.mail.campaign_rules import (
     Subject,
     TimeZoneName,
 )
+from app.mail.events.types import EventType
 from app.mail.input import EmailStr, ListIds, as_list
 
 MAX_BATCH = 1000
@@ -197,3 +201,38 @@ class SignupIn(BaseModel):
     email: ContactEmail
     first_name: Name = None
     last_name: Name = None
+
+
+# ------------------------------------------------------------------------- account webhooks (events out)
+
+MAX_WEBHOOK_URL = 2048
+
+
+def _webhook_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise PydanticCustomError("url", "must be an http or https URL with a host")
+    return value
+
+
+def _webhook_secret(value: str) -> str:
+    """A Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes."""
+    raw = value.removeprefix("whsec_")
+    try:
+        key = base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise PydanticCustomError("secret", "must be whsec_ followed by base64") from exc
+    if not 24 <= len(key) <= 64:
+        raise PydanticCustomError("secret", "must encode 24 to 64 bytes")
+    return "whsec_" + raw
+
+
+class WebhookCreate(BaseModel):
+    """`POST /webhooks` (beyond SendFox): where to send which events, and optionally the signing secret
+    (made for you when missing)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    url: Annotated[str, Field(min_length=1, max_length=MAX_WEBHOOK_URL), AfterValidator(_webhook_url)]
+    events: Annotated[list[EventType], Field(min_length=1, max_length=64)]
+    secret: Annotated[str, Field(max_length=100), AfterValidator(_webhook_secret)] | None = None

@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session
 
 from app.mail.automation_runs import on_campaign_event
 from app.mail.contact_service import unsubscribe_contacts
+from app.mail.events.emit import ContactEvent, emit_contact_events
+from app.mail.events.types import EventType
 from app.models import Campaign, Deliverable
 
 
@@ -37,6 +39,7 @@ def record_open(session: Session, deliverable_id: int, now: datetime) -> None:
     opened = _stamp_once(session, deliverable_id, Deliverable.opened_at, now)
     if opened is not None:
         _fire(session, opened, "open_campaign", now)
+        _tell(session, opened, EventType.CONTACT_OPENED, now)
 
 
 def record_click(session: Session, deliverable_id: int, now: datetime) -> None:
@@ -46,11 +49,18 @@ def record_click(session: Session, deliverable_id: int, now: datetime) -> None:
     opened = _stamp_once(session, deliverable_id, Deliverable.opened_at, now)
     if opened is not None:
         _fire(session, opened, "open_campaign", now)
+        _tell(session, opened, EventType.CONTACT_OPENED, now)
     _fire(session, clicked, "click_campaign", now)
+    _tell(session, clicked, EventType.CONTACT_CLICKED, now)
 
 
 def _fire(session: Session, hit: Hit, trigger_type: str, now: datetime) -> None:
     on_campaign_event(session, hit.account_id, hit.campaign_id, hit.contact_id, trigger_type, now)
+
+
+def _tell(session: Session, hit: Hit, event_type: EventType, now: datetime) -> None:
+    event = ContactEvent(hit.contact_id, campaign_id=hit.campaign_id)
+    emit_contact_events(session, hit.account_id, event_type, [event], now)
 
 
 @dataclass(frozen=True, slots=True)

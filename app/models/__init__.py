@@ -18,11 +18,20 @@ from app.models.watch_runs import (
     WatchActionRun,
 )
 from app.models.watches import ACTION_KINDS, Watch, WatchAction, WatchFeed
+from app.models.webhooks import (
+    ATTEMPT_STATES,
+    EVENT_STATES,
+    AccountWebhook,
+    WebhookAttempt,
+    WebhookEvent,
+)
 
 __all__ = [
     "ACTION_KINDS",
+    "ATTEMPT_STATES",
     "DELIVERABLE_STATES",
     "DELIVERY_STATES",
+    "EVENT_STATES",
     "FEED_KINDS",
     "PLANS",
     "RUN_STATES",
@@ -30,6 +39,7 @@ __all__ = [
     "TERMINAL_RUN_STATES",
     "TRIGGER_TYPES",
     "Account",
+    "AccountWebhook",
     "Automation",
     "AutomationItem",
     "AutomationTrigger",
@@ -60,4 +70,6 @@ __all__ = [
     "WatchActionDelivery",
     "WatchActionRun",
     "WatchFeed",
+    "WebhookAttempt",
+    "WebhookEvent",
 ]

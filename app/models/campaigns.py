@@ -31,6 +31,9 @@ class Campaign(Timestamped, Base):
     timezone: Mapped[str | None] = mapped_column(String(64), default=None)
     scheduled_at: Mapped[datetime | None] = mapped_column(default=None, index=True)
     sent_at: Mapped[datetime | None] = mapped_column(default=None)
+    # When the last of its emails left the queue (sent, failed or cancelled) or it was halted: the
+    # moment of its `campaign.sent` event, set once.
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
     deleted_at: Mapped[datetime | None] = mapped_column(default=None)
     # Set when sending stopped by itself (bounce rate); its queued emails are cancelled.
     halted_at: Mapped[datetime | None] = mapped_column(default=None)
@@ -59,6 +62,13 @@ class Deliverable(Timestamped, Base):
             sqlite_where=text("state = 'queued'"),
         ),
         Index("ix_deliverables_contact_id", "contact_id"),
+        # Has the campaign emails still to settle? (when it finished: app/mail/events/campaign_finish.py)
+        Index(
+            "ix_deliverables_unsettled",
+            "campaign_id",
+            postgresql_where=text("state IN ('queued', 'sending')"),
+            sqlite_where=text("state IN ('queued', 'sending')"),
+        ),
         # Leases to take back: only `sending` rows, few at any time.
         Index(
             "ix_deliverables_sending_lease",

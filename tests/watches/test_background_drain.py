@@ -108,7 +108,10 @@ def test_worker_once_polls_the_due_feeds_and_runs_their_chains(
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    counts = re.fullmatch(r"sent (\d+) emails, polled (\d+) feeds, ran (\d+) watch runs\n", done.stdout)
+    counts = re.fullmatch(
+        r"sent (\d+) emails, polled (\d+) feeds, ran (\d+) watch runs, delivered \d+ webhook events\n",
+        done.stdout,
+    )
     assert counts is not None, done.stdout
     assert int(counts[2]) >= 1 and int(counts[3]) >= 1
     [call] = upstream.requests_to("/once-hook")

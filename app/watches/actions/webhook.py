@@ -1,12 +1,8 @@
 """webhook: the item (instant) or a window of items (digest) sent to the configured URL with the
 configured method and headers, in the body docs/compatibility.md gives. Each call is a delivery,
-written `pending` before the call (so a crash leaves a trace) and settled by the answer:
-
-- 2xx: `succeeded`, and the runs succeed;
-- a blocked destination, any redirect (never followed), another 4xx: `errored`, and so are the runs
-  (retrying would change nothing);
-- 5xx, 408, 429, a connection error, a timeout: `failed`; the runs are retried, each retry a new
-  delivery row.
+written `pending` before the call (so a crash leaves a trace) and settled by the answer as
+`app/kit/webhook_call.py` judges it: `succeeded` (the runs succeed), `errored` (so are the runs:
+retrying would change nothing) or `failed` (the runs are retried, each retry a new delivery row).
 """
 
 from __future__ import annotations
@@ -18,18 +14,10 @@ from typing import Any
 import orjson
 
 from app.kit.ids import new_ulid
-from app.kit.safe_http import (
-    BlockedDestination,
-    InvalidUrl,
-    OutboundError,
-    OutboundTimeout,
-    ResponseTooLarge,
-)
+from app.kit.webhook_call import call_webhook
 from app.watches.actions.base import ActionContext, payload, payload_items
 from app.watches.run_queue import ClaimedRun, DeliveryOutcome, Outcome
 from app.watches.secrets import scrub_secrets, target_host
-
-RETRYABLE_STATUSES = (408, 429)
 
 
 @dataclass(slots=True)
@@ -70,50 +58,24 @@ def prepare(runs: list[ClaimedRun], now: datetime) -> tuple[PreparedDelivery | N
     return PreparedDelivery(good, body, row), errored
 
 
-def judge(status: int) -> tuple[str, str]:
-    """The delivery state an HTTP status makes, and the error text it records."""
-    if 200 <= status < 300:
-        return "succeeded", ""
-    if 300 <= status < 400:
-        return "errored", f"the receiver answered a redirect (HTTP {status}); redirects are never followed"
-    if status >= 500 or status in RETRYABLE_STATUSES:
-        return "failed", f"the receiver answered HTTP {status}"
-    return "errored", f"the receiver answered HTTP {status}"
-
-
 async def send(
     ctx: ActionContext, prepared: PreparedDelivery, clock: Any
 ) -> tuple[list[Outcome], DeliveryOutcome]:
     config = prepared.runs[0].config
     headers = {"Content-Type": "application/json", **dict(config.get("headers") or {})}
-    status: int | None = None
-    note = ""
-    try:
-        response = await ctx.webhook_http.request(
-            str(config.get("method") or "POST"),
-            str(config["url"]),
-            headers=headers,
-            content=orjson.dumps(prepared.body),
-            timeout=ctx.settings.webhook_timeout,
-            max_bytes=ctx.settings.webhook_max_response_bytes,
-        )
-        status = response.status_code
-        state, error = judge(status)
-    except ResponseTooLarge as exc:
-        # The receiver answered; only its answer's body was too long to read. Its status decides.
-        status = exc.status_code
-        cap = ctx.settings.webhook_max_response_bytes
-        note = f"; the answer's body was larger than {cap} bytes and was not read"
-        state, error = judge(status) if status is not None else ("failed", str(exc))
-    except (BlockedDestination, InvalidUrl) as exc:
-        state, error = "errored", f"blocked destination: {exc}"
-    except OutboundTimeout as exc:
-        state, error = "failed", f"the receiver did not answer in time: {exc}"
-    except OutboundError as exc:
-        state, error = "failed", f"the call failed: {exc}"
+    call = await call_webhook(
+        ctx.webhook_http,
+        str(config.get("method") or "POST"),
+        str(config["url"]),
+        headers=headers,
+        content=orjson.dumps(prepared.body),
+        timeout=ctx.settings.webhook_timeout,
+        max_response_bytes=ctx.settings.webhook_max_response_bytes,
+    )
+    state, status = call.state, call.http_status
     # Some exceptions name the URL whole or echo a header: the text is shown by the API, so the
     # secrets are hidden as everywhere else in responses.
-    error = scrub_secrets((error + note).removeprefix("; "), config)
+    error = scrub_secrets(call.error, config)
     delivery = DeliveryOutcome(prepared.row["id"], state, status, error, clock())
     result = {"http_status": status} if state == "succeeded" else None
     outcomes = [

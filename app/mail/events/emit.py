@@ -1,0 +1,120 @@
+"""Writing events into the outbox, in the caller's transaction (the change and its event commit or
+roll back together). An account without a webhook that wants the event pays one indexed lookup."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from app.mail.events.types import EventType
+from app.models import AccountWebhook, Contact, WebhookEvent
+
+
+@dataclass(frozen=True, slots=True)
+class ContactEvent:
+    """What happened to one contact; `campaign_id` when it is about an email, `list_id` for a list."""
+
+    contact_id: int
+    campaign_id: int | None = None
+    list_id: int | None = None
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _hooks_wanting(session: Session, account_id: int, event_type: EventType) -> list[str]:
+    return list(
+        session.scalars(
+            select(AccountWebhook.id).where(
+                AccountWebhook.account_id == account_id,
+                AccountWebhook.event_mask.op("&")(event_type.bit) != 0,
+            )
+        )
+    )
+
+
+def _write(
+    session: Session,
+    account_id: int,
+    hooks: list[str],
+    event_type: EventType,
+    bodies: list[tuple[str, dict[str, Any]]],
+    now: datetime,
+) -> None:
+    """One outbox row per endpoint and event: (order key, data) pairs become Standard Webhooks bodies."""
+    stamp = _stamp(now)
+    rows: list[dict[str, Any]] = []
+    for order_key, data in bodies:
+        body = orjson.dumps({"type": str(event_type), "timestamp": stamp, "data": data}).decode()
+        rows.extend(
+            {
+                "webhook_id": hook,
+                "account_id": account_id,
+                "type": str(event_type),
+                "order_key": order_key,
+                "body": body,
+                "state": "pending",
+                "attempts": 0,
+                "next_attempt_at": now,
+                "created_at": now,
+            }
+            for hook in hooks
+        )
+    if rows:
+        session.execute(insert(WebhookEvent), rows)
+
+
+def emit_contact_events(
+    session: Session, account_id: int, event_type: EventType, events: Sequence[ContactEvent], now: datetime
+) -> None:
+    """Tell the account's webhooks what happened to these contacts (ordered per contact)."""
+    if not events:
+        return
+    hooks = _hooks_wanting(session, account_id, event_type)
+    if not hooks:
+        return
+    ids = {event.contact_id for event in events}
+    emails = dict(
+        session.execute(select(Contact.id, Contact.email).where(Contact.id.in_(ids))).tuples().all()
+    )
+    bodies = []
+    for event in events:
+        data: dict[str, Any] = {"contact": {"id": event.contact_id, "email": emails.get(event.contact_id)}}
+        if event.campaign_id is not None:
+            data["campaign_id"] = event.campaign_id
+        if event.list_id is not None:
+            data["list_id"] = event.list_id
+        bodies.append((f"contact:{event.contact_id}", data))
+    _write(session, account_id, hooks, event_type, bodies, now)
+
+
+def emit_campaign_sent(session: Session, account_id: int, data: dict[str, Any], now: datetime) -> None:
+    """Tell the account's webhooks that a campaign finished sending (`data` names it under `campaign`)."""
+    hooks = _hooks_wanting(session, account_id, EventType.CAMPAIGN_SENT)
+    if hooks:
+        _write(
+            session,
+            account_id,
+            hooks,
+            EventType.CAMPAIGN_SENT,
+            [(f"campaign:{data['campaign']['id']}", data)],
+            now,
+        )
+
+
+def emit_per_account(
+    session: Session, event_type: EventType, events: Sequence[tuple[int, ContactEvent]], now: datetime
+) -> None:
+    """`emit_contact_events` for (account id, event) pairs that may span accounts (bounce reports)."""
+    by_account: dict[int, list[ContactEvent]] = {}
+    for account_id, event in events:
+        by_account.setdefault(account_id, []).append(event)
+    for account_id, account_events in sorted(by_account.items()):
+        emit_contact_events(session, account_id, event_type, account_events, now)

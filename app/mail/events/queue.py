@@ -1,0 +1,174 @@
+"""The event outbox as a work queue: claim what is due (never an event while an earlier one of the
+same endpoint and key is undelivered, so a contact's events arrive in order), record each attempt,
+retry on the schedule below, hand back what a dead worker held.
+
+Retries follow the schedule Standard Webhooks' reference service (Svix) uses, cut to stay within a
+day: after 1 s, 5 s, 5 min, 30 min, 2 h, 5 h and 10 h (eight attempts over about 17.6 hours); an event
+still undelivered 24 hours after it happened is given up whatever its attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, bindparam, exists, insert, select, text, update
+from sqlalchemy.orm import Session, aliased
+
+from app.kit.ids import new_ulid
+from app.kit.webhook_call import CallResult
+from app.models import AccountWebhook, WebhookAttempt, WebhookEvent
+
+RETRY_DELAYS = (
+    timedelta(seconds=1),
+    timedelta(seconds=5),
+    timedelta(minutes=5),
+    timedelta(minutes=30),
+    timedelta(hours=2),
+    timedelta(hours=5),
+    timedelta(hours=10),
+)
+MAX_ATTEMPTS = len(RETRY_DELAYS) + 1
+GIVE_UP_AFTER = timedelta(hours=24)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedEvent:
+    id: int
+    webhook_id: str
+    url: str
+    secret: str
+    type: str
+    body: str
+    # This attempt's number (1 for the first); also the fence when it is recorded.
+    attempt: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Attempted:
+    event: ClaimedEvent
+    result: CallResult
+    started_at: datetime
+    completed_at: datetime
+
+
+def claim_events(session: Session, now: datetime, limit: int, lease: timedelta) -> list[ClaimedEvent]:
+    """Up to `limit` due events, marked `sending` until `now + lease`."""
+    earlier = aliased(WebhookEvent)
+    blocked = exists().where(
+        earlier.webhook_id == WebhookEvent.webhook_id,
+        earlier.order_key == WebhookEvent.order_key,
+        earlier.id < WebhookEvent.id,
+        earlier.state.in_(("pending", "sending")),
+    )
+    query = (
+        select(
+            WebhookEvent.id,
+            WebhookEvent.webhook_id,
+            AccountWebhook.url,
+            AccountWebhook.secret,
+            WebhookEvent.type,
+            WebhookEvent.body,
+            WebhookEvent.attempts,
+            WebhookEvent.created_at,
+        )
+        .join(AccountWebhook, AccountWebhook.id == WebhookEvent.webhook_id)
+        # Word for word the partial index's predicate.
+        .where(text("webhook_events.state = 'pending'"), WebhookEvent.next_attempt_at <= now, ~blocked)
+        .order_by(WebhookEvent.id)
+        .limit(limit)
+        .with_for_update(of=WebhookEvent, skip_locked=True)
+    )
+    rows = session.execute(query).all()
+    if not rows:
+        return []
+    session.execute(
+        update(WebhookEvent)
+        .where(WebhookEvent.id.in_([row.id for row in rows]))
+        .values(state="sending", attempts=WebhookEvent.attempts + 1, lease_until=now + lease)
+        .execution_options(synchronize_session=False)
+    )
+    return [
+        ClaimedEvent(
+            row.id, row.webhook_id, row.url, row.secret, row.type, row.body, row.attempts + 1, row.created_at
+        )
+        for row in rows
+    ]
+
+
+def _next_state(attempted: Attempted, now: datetime) -> dict[str, object]:
+    event, state = attempted.event, attempted.result.state
+    if state == "succeeded":
+        return {"state": "delivered", "next_attempt_at": now, "completed_at": now}
+    retry_at = now + RETRY_DELAYS[min(event.attempt, len(RETRY_DELAYS)) - 1]
+    if state == "errored" or event.attempt >= MAX_ATTEMPTS or retry_at - event.created_at > GIVE_UP_AFTER:
+        return {"state": "failed", "next_attempt_at": now, "completed_at": now}
+    return {"state": "pending", "next_attempt_at": retry_at, "completed_at": None}
+
+
+def record_attempts(session: Session, attempts: Sequence[Attempted], now: datetime) -> None:
+    """Log each attempt and settle its event: delivered, failed for good, or pending until its retry.
+    An event whose lease was taken back and claimed again meanwhile (a later attempt) is left alone."""
+    if not attempts:
+        return
+    session.execute(
+        insert(WebhookAttempt),
+        [
+            {
+                "id": new_ulid(),
+                "webhook_id": done.event.webhook_id,
+                "event_id": done.event.id,
+                "event_type": done.event.type,
+                "attempt": done.event.attempt,
+                "state": done.result.state,
+                "http_status": done.result.http_status,
+                "error": done.result.error[:2000],
+                "started_at": done.started_at,
+                "completed_at": done.completed_at,
+            }
+            for done in attempts
+        ],
+    )
+    settle = (
+        update(WebhookEvent)
+        .where(
+            and_(
+                WebhookEvent.id == bindparam("event_id"),
+                WebhookEvent.state == "sending",
+                WebhookEvent.attempts == bindparam("attempt"),
+            )
+        )
+        .values(
+            state=bindparam("new_state"),
+            next_attempt_at=bindparam("retry_at"),
+            completed_at=bindparam("done_at"),
+            lease_until=None,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    params = []
+    for done in attempts:
+        after = _next_state(done, now)
+        params.append(
+            {
+                "event_id": done.event.id,
+                "attempt": done.event.attempt,
+                "new_state": after["state"],
+                "retry_at": after["next_attempt_at"],
+                "done_at": after["completed_at"],
+            }
+        )
+    session.connection().execute(settle, params)
+
+
+def take_back_stale(session: Session, now: datetime) -> int:
+    """Events a worker claimed and never recorded (it died) go back to the queue, due now."""
+    result = session.execute(
+        update(WebhookEvent)
+        .where(WebhookEvent.state == "sending", WebhookEvent.lease_until < now)
+        .values(state="pending", lease_until=None, next_attempt_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -1,0 +1,84 @@
+"""The /webhooks routes (beyond SendFox): an account's endpoints for events out, and their delivery
+log (the rules and SQL are in webhook_service.py; what is sent, app/mail/events/)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request
+
+from app.db import SessionDep
+from app.identity.dependencies import PaidMailUser
+from app.mail import webhook_service
+from app.mail.input import MailInput, validate
+from app.mail.schemas import ErrorOut, MessageOut, Page, WebhookAttemptOut, WebhookOut
+from app.mail.specs import WebhookCreate
+
+router = APIRouter(tags=["Webhooks"])
+
+BEYOND_SENDFOX = {"x-tidings-extension": True}
+WebhookId = Annotated[str, Path(min_length=1, max_length=64)]
+
+
+@router.get(
+    "/webhooks",
+    response_model=Page[WebhookOut],
+    summary="List webhooks (beyond SendFox)",
+    openapi_extra=BEYOND_SENDFOX,
+)
+def get_webhooks(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    return webhook_service.webhooks_page(session, request, principal.account.id)
+
+
+@router.post(
+    "/webhooks",
+    response_model=WebhookOut,
+    status_code=201,
+    summary="Create a webhook (beyond SendFox)",
+    responses={422: {"model": ErrorOut}},
+    openapi_extra=BEYOND_SENDFOX,
+)
+def create_webhook(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
+    body = validate(WebhookCreate, raw, status=422)
+    return webhook_service.create_webhook(session, principal.account.id, body)
+
+
+@router.get(
+    "/webhooks/{webhook_id}",
+    response_model=WebhookOut,
+    summary="Get a webhook (beyond SendFox)",
+    responses={404: {"model": ErrorOut}},
+    openapi_extra=BEYOND_SENDFOX,
+)
+def get_webhook(webhook_id: WebhookId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    return webhook_service.webhook_view(
+        webhook_service.find_webhook(session, principal.account.id, webhook_id)
+    )
+
+
+@router.delete(
+    "/webhooks/{webhook_id}",
+    response_model=MessageOut,
+    summary="Delete a webhook (beyond SendFox)",
+    responses={404: {"model": ErrorOut}},
+    openapi_extra=BEYOND_SENDFOX,
+)
+def delete_webhook(webhook_id: WebhookId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
+    webhook_service.delete_webhook(
+        session, webhook_service.find_webhook(session, principal.account.id, webhook_id)
+    )
+    return MessageOut(message="Webhook deleted.")
+
+
+@router.get(
+    "/webhooks/{webhook_id}/deliveries",
+    response_model=Page[WebhookAttemptOut],
+    summary="A webhook's delivery log (beyond SendFox)",
+    responses={404: {"model": ErrorOut}},
+    openapi_extra=BEYOND_SENDFOX,
+)
+def get_webhook_deliveries(
+    webhook_id: WebhookId, request: Request, session: SessionDep, principal: PaidMailUser
+) -> dict[str, Any]:
+    hook = webhook_service.find_webhook(session, principal.account.id, webhook_id)
+    return webhook_service.attempts_page(session, request, hook)

@@ -1,0 +1,107 @@
+"""Account webhooks (beyond SendFox): registering endpoints, and reading their delivery log. What is
+sent and how is app/mail/events/."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from typing import Any
+
+from fastapi import Request
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from app.kit.errors import NotFound, ValidationFailed
+from app.kit.ids import new_ulid
+from app.kit.time import utcnow
+from app.mail.common import paginate
+from app.mail.events.delivery import message_id
+from app.mail.events.types import mask_of
+from app.mail.specs import WebhookCreate
+from app.models import AccountWebhook, WebhookAttempt, WebhookEvent
+
+WEBHOOKS_PER_PAGE = 100
+ATTEMPTS_PER_PAGE = 100
+# Each endpoint gets its own copy of every event it asks for: a few are plenty.
+MAX_WEBHOOKS_PER_ACCOUNT = 20
+
+
+def new_secret() -> str:
+    """A Standard Webhooks secret: `whsec_` and 32 random bytes in base64."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def webhook_view(hook: AccountWebhook) -> dict[str, Any]:
+    return {
+        "id": hook.id,
+        "url": hook.url,
+        "events": list(hook.events),
+        "secret": hook.secret,
+        "created_at": hook.created_at,
+    }
+
+
+def create_webhook(session: Session, account_id: int, body: WebhookCreate) -> dict[str, Any]:
+    count = session.scalar(select(func.count()).where(AccountWebhook.account_id == account_id)) or 0
+    if count >= MAX_WEBHOOKS_PER_ACCOUNT:
+        raise ValidationFailed(
+            {"url": [f"An account has at most {MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one first."]},
+            status=422,
+        )
+    events = list(dict.fromkeys(body.events))
+    hook = AccountWebhook(
+        id=new_ulid(),
+        account_id=account_id,
+        url=body.url,
+        events=[str(event) for event in events],
+        event_mask=mask_of(events),
+        secret=body.secret or new_secret(),
+        created_at=utcnow(),
+    )
+    session.add(hook)
+    session.flush()
+    return webhook_view(hook)
+
+
+def find_webhook(session: Session, account_id: int, webhook_id: str) -> AccountWebhook:
+    hook = session.get(AccountWebhook, webhook_id) if len(webhook_id) <= 26 else None
+    if hook is None or hook.account_id != account_id:
+        raise NotFound("Webhook not found.")
+    return hook
+
+
+def webhooks_page(session: Session, request: Request, account_id: int) -> dict[str, Any]:
+    query = select(AccountWebhook).where(AccountWebhook.account_id == account_id).order_by(AccountWebhook.id)
+    paged = paginate(session, request, query, WEBHOOKS_PER_PAGE)
+    return paged.envelope([webhook_view(hook) for hook in paged.rows])
+
+
+def delete_webhook(session: Session, hook: AccountWebhook) -> None:
+    """The endpoint goes with its undelivered events and its log."""
+    session.execute(delete(WebhookAttempt).where(WebhookAttempt.webhook_id == hook.id))
+    session.execute(delete(WebhookEvent).where(WebhookEvent.webhook_id == hook.id))
+    session.execute(delete(AccountWebhook).where(AccountWebhook.id == hook.id))
+
+
+def attempts_page(session: Session, request: Request, hook: AccountWebhook) -> dict[str, Any]:
+    """The endpoint's delivery log, newest first."""
+    query = (
+        select(WebhookAttempt).where(WebhookAttempt.webhook_id == hook.id).order_by(WebhookAttempt.id.desc())
+    )
+    paged = paginate(session, request, query, ATTEMPTS_PER_PAGE)
+    return paged.envelope(
+        [
+            {
+                "id": attempt.id,
+                "event_id": message_id(attempt.event_id),
+                "event_type": attempt.event_type,
+                "attempt": attempt.attempt,
+                "state": attempt.state,
+                "http_status": attempt.http_status,
+                "error": attempt.error,
+                "started_at": attempt.started_at,
+                "completed_at": attempt.completed_at,
+            }
+            for attempt in paged.rows
+        ]
+    )

@@ -1,0 +1,314 @@
+"""Events-out benchmark: opens recorded through `/t/o` become signed `contact.opened` deliveries.
+
+A script, not a test (pytest does not collect this folder). It measures and prints; it asserts nothing.
+Run from the repository root:
+
+    python3 tests/benchmarks/events.py [--opens 20000] [--fail-percent 10] [--database-url URL]
+
+What it does:
+  1. Drops and recreates the public schema of the database (default `bench_events`), migrates to head,
+     and seeds a user, N contacts, a sent campaign and one sent email (deliverable) per contact.
+  2. Starts a receiver in its own process (asyncio, HTTP/1.1 keep-alive) that verifies every delivery's
+     signature with the `standardwebhooks` library and answers 500 once to `--fail-percent` of the
+     events (chosen by their `webhook-id`), 204 otherwise.
+  3. Starts `tidings serve` (uvicorn on uvloop, its scheduler on: the delivery lanes run in it) and
+     registers the receiver with `POST /webhooks` for `contact.opened`.
+  4. Opens each email once through `GET /t/o/{token}` (64 requests in flight), then waits until the
+     receiver has acknowledged every event.
+  5. Prints one JSON line: events/s from the first open to the last acknowledged event (the target is
+     1,000), the opens' own rate, and the exactly-once check: duplicates (an event acknowledged twice)
+     and lost (an event never acknowledged), both 0 when all is well.
+
+Needs a PostgreSQL server (default 127.0.0.1:5432, user postgres, trust auth).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from send_rig import prepare_database, say
+
+from app.config import Settings
+from app.db import create_db_engine, make_session_factory, transaction
+from app.identity.accounts import create_user
+from app.identity.tokens import create_personal_token
+from app.mail.sending.tokens import MailTokens
+from app.models import Campaign
+
+DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bench_events"
+SECRET_KEY = "bench-events-secret-key-long-enough-to-sign"
+HOOK_SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # 24 bytes of base64
+TARGET_EVENTS_PER_S = 1000.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+# ------------------------------------------------------------------------------------------ the receiver
+
+
+def receiver_main(port: int, fail_percent: int, report: Any) -> None:
+    """A minimal HTTP/1.1 server: verify, fail some events once, count acknowledgements per id."""
+    from standardwebhooks import Webhook
+
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    verifier = Webhook(HOOK_SECRET)
+    acknowledged: dict[str, int] = {}
+    failed_once: set[str] = set()
+    bad_signatures = 0
+
+    class Conn(asyncio.Protocol):
+        def connection_made(self, transport: Any) -> None:
+            self.transport = transport
+            self.buffer = b""
+
+        def data_received(self, data: bytes) -> None:
+            nonlocal bad_signatures
+            self.buffer += data
+            while True:
+                head_end = self.buffer.find(b"\r\n\r\n")
+                if head_end < 0:
+                    return
+                head = self.buffer[:head_end].decode("latin-1").split("\r\n")
+                headers = {}
+                for line in head[1:]:
+                    name, _, value = line.partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length", "0"))
+                if len(self.buffer) < head_end + 4 + length:
+                    return
+                body = self.buffer[head_end + 4 : head_end + 4 + length]
+                self.buffer = self.buffer[head_end + 4 + length :]
+                msg_id = headers.get("webhook-id", "")
+                try:
+                    verifier.verify(body, headers)
+                except Exception:
+                    bad_signatures += 1
+                    self.answer(401)
+                    continue
+                if int(msg_id.rsplit("_", 1)[-1]) % 100 < fail_percent and msg_id not in failed_once:
+                    failed_once.add(msg_id)
+                    self.answer(500)
+                    continue
+                acknowledged[msg_id] = acknowledged.get(msg_id, 0) + 1
+                self.answer(204)
+
+        def answer(self, status: int) -> None:
+            reason = {204: "No Content", 401: "Unauthorized", 500: "Internal Server Error"}[status]
+            self.transport.write(f"HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\n\r\n".encode())
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(Conn, "127.0.0.1", port, backlog=1024)
+        report.put(("ready", None))
+        while True:
+            await asyncio.sleep(0.2)
+            report.put(
+                ("count", (len(acknowledged), sum(acknowledged.values()), len(failed_once), bad_signatures))
+            )
+            if os.getppid() == 1:
+                server.close()
+                return
+
+    asyncio.run(serve())
+
+
+# ------------------------------------------------------------------------------------------------- seed
+
+
+def seed(url: str, opens: int) -> tuple[str, list[int]]:
+    """A user with a token, `opens` contacts and one sent email each; (token, deliverable ids)."""
+    engine = create_db_engine(url)
+    try:
+        with transaction(make_session_factory(engine)) as session:
+            user = create_user(session, email="events@bench.example", name="Bench", contact_limit=opens + 10)
+            _, token = create_personal_token(session, user, "bench")
+            campaign = Campaign(
+                account_id=user.account_id,
+                title="Opened",
+                subject="Hello",
+                html="<p>Hello</p>",
+                from_name="Bench",
+                from_email="bench@bench.example",
+            )
+            session.add(campaign)
+            session.flush()
+            account_id, campaign_id = user.account_id, campaign.id
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO contacts (account_id, email, email_key, created_at, updated_at)"
+                    " SELECT :a, 'o' || g || '@bench.example', 'o' || g || '@bench.example',"
+                    " now() at time zone 'utc', now() at time zone 'utc' FROM generate_series(1, :n) g"
+                ),
+                {"a": account_id, "n": opens},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO deliverables (account_id, campaign_id, contact_id, state, attempts,"
+                    " sent_at, created_at, updated_at)"
+                    " SELECT :a, :c, id, 'sent', 1, now() at time zone 'utc', now() at time zone 'utc',"
+                    " now() at time zone 'utc' FROM contacts WHERE account_id = :a"
+                ),
+                {"a": account_id, "c": campaign_id},
+            )
+            conn.execute(
+                text(
+                    "UPDATE campaigns SET sent_at = now() at time zone 'utc',"
+                    " finished_at = now() at time zone 'utc' WHERE id = :c"
+                ),
+                {"c": campaign_id},
+            )
+            ids = [row[0] for row in conn.execute(text("SELECT id FROM deliverables ORDER BY id"))]
+        with engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE"))
+    finally:
+        engine.dispose()
+    return token, ids
+
+
+# ------------------------------------------------------------------------------------------------- main
+
+
+async def open_all(base: str, tokens: list[str], concurrency: int = 64) -> float:
+    """GET every open pixel once; the seconds it took."""
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for token in tokens:
+        queue.put_nowait(token)
+    started = time.perf_counter()
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+
+        async def opener() -> None:
+            while not queue.empty():
+                token = queue.get_nowait()
+                response = await client.get(f"/t/o/{token}")
+                if response.status_code != 200:
+                    raise RuntimeError(f"/t/o answered {response.status_code}")
+
+        await asyncio.gather(*(opener() for _ in range(concurrency)))
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--opens", type=int, default=20_000)
+    parser.add_argument("--fail-percent", type=int, default=10)
+    parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
+    args = parser.parse_args()
+
+    prepare_database(args.database_url)
+    token, deliverable_ids = seed(args.database_url, args.opens)
+    say(f"seeded {args.opens:,} sent emails")
+
+    receiver_port, serve_port = free_port(), free_port()
+    report: Any = multiprocessing.Queue()
+    receiver = multiprocessing.Process(
+        target=receiver_main, args=(receiver_port, args.fail_percent, report), daemon=True
+    )
+    receiver.start()
+    assert report.get(timeout=10)[0] == "ready"
+
+    env = {
+        **os.environ,
+        "TIDINGS_DATABASE_URL": args.database_url,
+        "TIDINGS_SECRET_KEY": SECRET_KEY,
+        "TIDINGS_OUTBOUND_ALLOW_PRIVATE": "true",
+        "TIDINGS_MAIL_RATE_LIMIT": "1000000/minute",
+        "TIDINGS_LOG_LEVEL": "warning",
+    }
+    script = Path(sys.executable).with_name("tidings")
+    log = open(os.environ.get("BENCH_SERVE_LOG", "/tmp/bench-events-serve.log"), "wb")  # noqa: SIM115
+    served = subprocess.Popen(
+        [str(script), "serve", "--host", "127.0.0.1", "--port", str(serve_port)],
+        env=env,
+        # Its log goes to a file: a pipe nobody reads would fill and stall the server.
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{serve_port}"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        hook = httpx.post(
+            base + "/webhooks",
+            json={
+                "url": f"http://127.0.0.1:{receiver_port}/events",
+                "events": ["contact.opened"],
+                "secret": HOOK_SECRET,
+            },
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        hook.raise_for_status()
+        mail_tokens = MailTokens(Settings(secret_key=SECRET_KEY).resolved_secret_key)
+        pixels = [mail_tokens.open_token(deliverable_id) for deliverable_id in deliverable_ids]
+
+        started = time.perf_counter()
+        open_seconds = asyncio.run(open_all(base, pixels))
+        say(f"{len(pixels):,} opens recorded in {open_seconds:.1f}s")
+        counts = (0, 0, 0, 0)
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            kind, value = report.get(timeout=30)
+            if kind == "count":
+                counts = value
+                if counts[0] >= args.opens:
+                    break
+        finished = time.perf_counter()
+        time.sleep(3)  # anything delivered twice would arrive in these seconds
+        while not report.empty():
+            kind, value = report.get()
+            if kind == "count":
+                counts = value
+    finally:
+        served.terminate()
+        served.wait(timeout=30)
+        receiver.terminate()
+        log.close()
+    unique, total, failed, bad = counts
+    seconds = finished - started
+    result = {
+        "opens": args.opens,
+        "events_acknowledged": unique,
+        "seconds_first_open_to_last_event": round(seconds, 2),
+        "events_per_s": round(unique / seconds, 1),
+        "target_events_per_s": TARGET_EVENTS_PER_S,
+        "ratio_to_target": round(unique / seconds / TARGET_EVENTS_PER_S, 2),
+        "opens_per_s": round(args.opens / open_seconds, 1),
+        "answered_500_once": failed,
+        "duplicates": total - unique,
+        "lost": args.opens - unique,
+        "bad_signatures": bad,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
