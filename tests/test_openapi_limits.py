@@ -233,6 +233,7 @@ def path_ids(limits_client: TestClient, api_user: ApiUser) -> dict[str, str]:
     letter = {"subject": "S", "html": "<p>x</p>", "from_name": "N", "from_email": "n@example.com"}
     automation = made("/automations", {"title": "A"})
     contact_list = made("/lists", {"name": "L"})
+    webhook = made("/webhooks", {"url": "https://example.com/hook", "events": ["campaign.sent"]})
     watch = made("/v1/watches", {"name": "W"})
     return {
         "/contacts/{id}": made("/contacts", {"email": "limits@example.com"}),
@@ -240,6 +241,7 @@ def path_ids(limits_client: TestClient, api_user: ApiUser) -> dict[str, str]:
         "/automations/{id}": automation,
         "/automation-emails/{id}": made(f"/automations/{automation}/emails", letter),
         "{list_id}": contact_list,
+        "{webhook_id}": webhook,
         "{feed_id}": made("/v1/feeds", {"name": "F", "kind": "curated"}),
         "{watch_id}": watch,
         "{action_id}": made(f"/v1/watches/{watch}/actions", {"kind": "log", "config": {}}, "action"),
