@@ -35,12 +35,14 @@ tokens_cli = typer.Typer(no_args_is_help=True, help="Personal access tokens.")
 contacts_cli = typer.Typer(no_args_is_help=True, help="Contacts.")
 forms_cli = typer.Typer(no_args_is_help=True, help="Hosted sign-up forms.")
 oauth_clients_cli = typer.Typer(no_args_is_help=True, help="OAuth 2.0 clients of the email API.")
+bounces_cli = typer.Typer(no_args_is_help=True, help="The bounce mailbox (VERP).")
 cli.add_typer(db_cli, name="db")
 cli.add_typer(users_cli, name="users")
 cli.add_typer(tokens_cli, name="tokens")
 cli.add_typer(contacts_cli, name="contacts")
 cli.add_typer(forms_cli, name="forms")
 cli.add_typer(oauth_clients_cli, name="oauth-clients")
+cli.add_typer(bounces_cli, name="bounces")
 
 DEMO_EMAIL = "demo@example.com"
 DEMO_USERNAME = "demo"
@@ -325,6 +327,7 @@ def main() -> None:
 
 
 # Commands kept in their own modules register themselves on the groups above.
+import app.cli_commands.bounces  # noqa: E402
 import app.cli_commands.contacts_import  # noqa: E402
 import app.cli_commands.forms  # noqa: E402
 import app.cli_commands.lists  # noqa: E402

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from functools import cached_property
 from ipaddress import IPv4Network, IPv6Network, ip_network
@@ -19,6 +20,12 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 EMPTY_MEANS_UNSET = ("database_url", "base_url")
 # Loopback and the private ranges: where Prometheus runs beside the service (a compose network, a LAN).
 DEFAULT_METRICS_NETWORKS = "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
+
+
+# An ASCII domain name (an IDN in its xn-- form): what the envelope sender's domain may be.
+BOUNCE_DOMAIN = re.compile(
+    r"(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*"
+)
 
 
 def parse_networks(value: str) -> tuple[IPv4Network | IPv6Network, ...]:
@@ -75,8 +82,18 @@ class Settings(BaseSettings):
     # A running campaign stops by itself once this share of its sent emails bounced (after 50 sends).
     bounce_stop_rate: float = 0.1
     bounce_stop_min_sent: int = 50
+    # ... and once more than this share of its delivered emails drew a spam complaint (after 1000
+    # delivered): Gmail asks bulk senders to stay under 0.1% and never reach 0.3%.
+    complaint_stop_rate: float = 0.001
+    complaint_stop_min_sent: int = 1000
     # Shared secret of POST /webhooks/bounces (`Authorization: Bearer ...`); empty turns the route off.
     bounce_webhook_secret: str = ""
+    # The bounce mailbox (docs/deliverability.md): with a domain, every email's envelope sender is
+    # `bounces+<signed deliverable token>@<domain>`, and DSNs to it reach `tidings bounces ingest` or the
+    # IMAP mailbox the worker polls (imaps://user:pass@host:993/INBOX) every bounce_imap_interval seconds.
+    bounce_domain: str = ""
+    bounce_imap_url: str = ""
+    bounce_imap_interval: Annotated[float, Field(gt=0)] = 60.0
     # Provider webhooks, POST /webhooks/bounces/{provider} (docs/deliverability.md); each is off (404)
     # while its setting is empty. SES: the SNS topic ARNs accepted (comma-separated, or `*` for any
     # topic); the signing certificate and the subscription's confirmation URL must be
@@ -151,6 +168,23 @@ class Settings(BaseSettings):
     @classmethod
     def _networks_parse(cls, value: str) -> str:
         parse_networks(value)
+        return value
+
+    @field_validator("bounce_domain")
+    @classmethod
+    def _bounce_domain_is_a_domain(cls, value: str) -> str:
+        value = value.strip().lower().rstrip(".")
+        if value and not BOUNCE_DOMAIN.fullmatch(value):
+            raise ValueError(f"{value!r} is not a domain name (write it as bounces.example.com)")
+        return value
+
+    @field_validator("bounce_imap_url")
+    @classmethod
+    def _bounce_imap_url_parses(cls, value: str) -> str:
+        from app.mail.bounce_imap import ImapMailbox  # here: that module reads these settings
+
+        if value:
+            ImapMailbox.from_url(value)
         return value
 
     @model_validator(mode="before")

@@ -1,4 +1,6 @@
-"""Engine, session factory, `transaction()` for jobs, and the places where SQLite and PostgreSQL differ."""
+"""Engine, session factories, the request's session (`SessionDep`, `ReadSessionDep`, `WriteSessionDep`),
+`side_transaction()` for a write beside the request's, `transaction()` for jobs, and the places where SQLite
+and PostgreSQL differ."""
 
 from __future__ import annotations
 
@@ -18,6 +20,9 @@ from sqlalchemy.dialects.postgresql import psycopg
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 from sqlalchemy.types import TypeEngine
+from starlette.requests import HTTPConnection
+
+from app.state import app_state
 
 # Execution option a session sets to open its SQLite transaction with BEGIN IMMEDIATE. A write that
 # starts as a read under a deferred BEGIN fails with SQLITE_BUSY_SNAPSHOT when another writer committed
@@ -140,29 +145,36 @@ def _end(session: Session, commit: bool) -> None:
         session.close()
 
 
-async def get_session(request: Request) -> AsyncIterator[Session]:
-    """The request's unit of work: commits when the route returns, rolls back when it raises.
+class RequestSession:
+    """A dependency: the request's unit of work, a session that commits when the route returns and
+    rolls back when it raises (the one finalizer of every request's session).
 
-    Writes use `write_session_factory` (BEGIN IMMEDIATE on SQLite, at the first statement, so concurrent
-    writers queue instead of failing and authentication's own short write comes before the lock). Reads
-    use `read_session_factory` (autocommit on PostgreSQL). An async dependency, so a request costs no
-    worker thread for its session: making one does no I/O, a session that never touched the database (or
-    only read in autocommit) is closed on the loop, and commit or rollback run in the thread pool,
+    `write=None` takes the method's: a reader's session for GET, HEAD and OPTIONS (autocommit on
+    PostgreSQL), a writer's otherwise (BEGIN IMMEDIATE on SQLite at the first statement, so concurrent
+    writers queue instead of failing, and authentication's own short write comes before the lock).
+    `write=True` or `False` says it whatever the method. An async dependency, so a request costs no
+    worker thread for its session: making one does no I/O, a session that never touched the database
+    (or only read in autocommit) is closed on the loop, and commit or rollback run in the thread pool,
     shielded from cancellation so the connection always goes back.
     """
-    reading = request.method in ("GET", "HEAD", "OPTIONS")
-    state = request.app.state
-    factory: sessionmaker[Session] = state.read_session_factory if reading else state.write_session_factory
-    autocommit = reading and factory is not state.session_factory
-    session = factory()
-    try:
-        yield session
-    except BaseException:
+
+    def __init__(self, *, write: bool | None = None) -> None:
+        self.write = write
+
+    async def __call__(self, request: Request) -> AsyncIterator[Session]:
+        state = app_state(request)
+        reading = request.method in ("GET", "HEAD", "OPTIONS") if self.write is None else not self.write
+        factory = state.read_session_factory if reading else state.write_session_factory
+        autocommit = reading and state.reads_autocommit
+        session = factory()
+        try:
+            yield session
+        except BaseException:
+            with CancelScope(shield=True):
+                await _finish(session, commit=False, autocommit=autocommit)
+            raise
         with CancelScope(shield=True):
-            await _finish(session, commit=False, autocommit=autocommit)
-        raise
-    with CancelScope(shield=True):
-        await _finish(session, commit=True, autocommit=autocommit)
+            await _finish(session, commit=True, autocommit=autocommit)
 
 
 async def _finish(session: Session, *, commit: bool, autocommit: bool) -> None:
@@ -175,25 +187,49 @@ async def _finish(session: Session, *, commit: bool, autocommit: bool) -> None:
     await run_in_threadpool(_end, session, commit)
 
 
+get_session = RequestSession()
+get_read_session = RequestSession(write=False)
+get_write_session = RequestSession(write=True)
+
+# The request's session, a reader's or a writer's by the method: what nearly every route takes.
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
-
-
-async def get_write_session(request: Request) -> AsyncIterator[Session]:
-    """`get_session` for the few GET routes that write (the open pixel, the click redirect): their
-    reads would otherwise get an autocommit session on PostgreSQL (each UPDATE its own transaction) and
-    a reader's deferred BEGIN on SQLite (which fails instead of waiting when another writer commits)."""
-    session = request.app.state.write_session_factory()
-    try:
-        yield session
-    except BaseException:
-        with CancelScope(shield=True):
-            await _finish(session, commit=False, autocommit=False)
-        raise
-    with CancelScope(shield=True):
-        await _finish(session, commit=True, autocommit=False)
-
-
+# A reader's whatever the method: a POST that only reads and then does slow I/O (the hosted form's
+# submission), which must not hold SQLite's write lock meanwhile.
+ReadSessionDep = Annotated[Session, Depends(get_read_session, scope="function")]
+# A writer's whatever the method: the GET routes that write (the open pixel, the click redirect, the
+# hosted form's confirmation link), whose reads would otherwise get an autocommit session on PostgreSQL
+# (each UPDATE its own transaction) and a reader's deferred BEGIN on SQLite (which fails instead of
+# waiting when another writer commits).
 WriteSessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
+
+
+@contextmanager
+def side_transaction(
+    connection: HTTPConnection, *, commit_despite: tuple[type[BaseException], ...] = ()
+) -> Iterator[Session]:
+    """A writer's unit of work beside the request's: its own session of the app, committed when the
+    block ends, so what it wrote stands whatever the request does next (it is not rolled back with the
+    request's session). A block that raises is rolled back, unless it raised one of `commit_despite`:
+    then its writes are committed and the error goes on (a device poll answered with an error still
+    records the poll). Synchronous: call it in a worker thread, never on the event loop.
+
+    For the few writes that must stand alone: the session cookie's expiry pushed back while
+    authenticating, the device poll. Everything else writes through the request's session.
+    """
+    session = app_state(connection).write_session_factory()
+    try:
+        begin_write(session)
+        yield session
+    except commit_despite:
+        session.commit()
+        raise
+    except BaseException:
+        session.rollback()
+        raise
+    else:
+        session.commit()
+    finally:
+        session.close()
 
 
 def make_async_pool(url: str, max_size: int = 16) -> AsyncConnectionPool:

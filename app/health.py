@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.db import ping
+from app.db import SessionDep, ping
 
 health_router = APIRouter(include_in_schema=False)
 
 
 @health_router.get("/healthz")
-def healthz(request: Request) -> JSONResponse:
+def healthz(session: SessionDep) -> JSONResponse:
     try:
-        with request.app.state.session_factory() as session:
-            ping(session)
+        ping(session)
     except SQLAlchemyError as exc:
         return JSONResponse({"status": "error", "database": type(exc).__name__}, status_code=503)
     return JSONResponse({"status": "ok", "database": "ok"})

@@ -42,6 +42,7 @@ from app.mail.providers.ses import SnsClient
 from app.mail.router import mail_routers
 from app.metrics import RequestMetrics, metrics_router
 from app.scheduler import Scheduler
+from app.state import AppState
 from app.watches.router import watch_routers
 
 log = logging.getLogger("tidings")
@@ -156,7 +157,7 @@ def make_lifespan(
                 await scheduler.stop()
             if async_pool is not None:
                 await async_pool.close()
-            engines = getattr(_app.state, "engines", None)
+            engines = cast(AppState, _app.state).engines
             if engines is not None:
                 await engines.aclose()
             if engine is not None:
@@ -166,17 +167,20 @@ def make_lifespan(
 
 
 def set_state(app: FastAPI, settings: Settings, databases: Databases) -> None:
-    app.state.settings = settings
-    app.state.session_factory = databases.session_factory
-    app.state.read_session_factory = databases.read_session_factory
-    app.state.write_session_factory = databases.write_session_factory
-    app.state.token_lookup = CachedTokenLookup(databases.token_lookup)
-    app.state.page_anchors = PageAnchors()
-    app.state.async_pool = databases.async_pool
-    app.state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
-    app.state.form_limits = FormLimits.from_settings(settings)
-    app.state.sign_in_throttle = SignInThrottle(settings.redis_url)
-    app.state.sns_client = SnsClient(allow_private=settings.outbound_allow_private)
+    state = AppState()
+    state.settings = settings
+    state.read_session_factory = databases.read_session_factory
+    state.write_session_factory = databases.write_session_factory
+    state.reads_autocommit = databases.read_session_factory is not databases.session_factory
+    state.token_lookup = CachedTokenLookup(databases.token_lookup)
+    state.page_anchors = PageAnchors()
+    state.async_pool = databases.async_pool
+    state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
+    state.form_limits = FormLimits.from_settings(settings)
+    state.sign_in_throttle = SignInThrottle(settings.redis_url)
+    state.sns_client = SnsClient(allow_private=settings.outbound_allow_private)
+    state.engines = None
+    app.state = state
 
 
 def include_routes(app: FastAPI) -> None:

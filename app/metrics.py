@@ -32,7 +32,9 @@ from prometheus_client.registry import CollectorRegistry
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.config import Settings, parse_networks
+from app.db import SessionDep
 from app.queue_depths import QueueDepths
+from app.state import SettingsDep
 
 REQUESTS = Counter(
     "tidings_http_requests_total",
@@ -111,12 +113,11 @@ def scrape_refusal(request: Request, settings: Settings) -> Response | None:
 
 
 @metrics_router.get("/metrics")
-def metrics(request: Request) -> Response:
-    refusal = scrape_refusal(request, request.app.state.settings)
+def metrics(request: Request, session: SessionDep, settings: SettingsDep) -> Response:
+    refusal = scrape_refusal(request, settings)
     if refusal is not None:
         return refusal
-    with request.app.state.read_session_factory() as session:
-        scraped = CollectorRegistry(auto_describe=False)
-        scraped.register(QueueDepths(session))
-        body = generate_latest(REGISTRY) + generate_latest(scraped)
+    scraped = CollectorRegistry(auto_describe=False)
+    scraped.register(QueueDepths(session))
+    body = generate_latest(REGISTRY) + generate_latest(scraped)
     return Response(body, media_type=CONTENT_TYPE_LATEST)

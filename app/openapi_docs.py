@@ -18,6 +18,7 @@ from app.feeds.router import feed_routers
 from app.kit.openapi import add_body_schemas, add_model_schemas
 from app.kit.v1_input import is_dry_run, read_cursor
 from app.kit.v1_wire import ErrorOut as FeedErrorOut
+from app.mail.events.described import events_openapi
 from app.mail.router import mail_router
 from app.mail.schemas import ErrorOut
 from app.watches import specs as watch_specs
@@ -117,6 +118,7 @@ def mail_openapi() -> dict[str, Any]:
     add_body_schemas(document)
     _add_pages(document)
     _add_common_responses(document)
+    document["webhooks"] = events_openapi(components["schemas"])
     for unused in ("HTTPValidationError", "ValidationError"):
         components["schemas"].pop(unused, None)
     return document

@@ -126,6 +126,13 @@ class Scheduler:
             Job(name, interval, run) for name, interval, run in IdentityJobs(self.session_factory).jobs()
         ]
         watch_jobs = [Job(name, interval, run) for name, interval, run in self._watch_jobs().jobs()]
+        bounce_jobs = []
+        if self.settings.bounce_imap_url:
+            from app.mail.bounce_imap import BounceMailboxJobs
+
+            mailbox = BounceMailboxJobs(self.settings, self.session_factory)
+            log.info("bounces are read from the IMAP mailbox %s", mailbox.mailbox.describe())
+            bounce_jobs = [Job(name, interval, run) for name, interval, run in mailbox.jobs()]
         event_jobs = [Job(name, interval, run) for name, interval, run in self._event_delivery().jobs()]
 
         sweep = min(LEASE_SWEEP_SECONDS, max(1.0, self.settings.send_lease_seconds / 2))
@@ -133,6 +140,7 @@ class Scheduler:
             *feed_jobs,
             *watch_jobs,
             *identity_jobs,
+            *bounce_jobs,
             *event_jobs,
             Job("campaign fan-out", 1.0, fan_out),
             Job("send lease sweep", sweep, release_leases),

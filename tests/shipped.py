@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from standardwebhooks import Webhook
 
 from tests.factories import rss_source
 from tests.processes import Running, tidings_script
@@ -183,3 +184,50 @@ def delivered(upstream: Upstream) -> Counter[str]:
 
 def expected_deliveries(items: int) -> Counter[str]:
     return Counter({f"rss:g{n}": 1 for n in range(items) if passes(n)})
+
+
+def events_reach_a_receiver(
+    served: Running, token: str, sink: SmtpSink, upstream: Upstream, subject: str, *others: Running
+) -> None:
+    """An account webhook hears, signed (checked by the library), two contacts join a list, one open
+    through the pixel of an email received over SMTP, and the campaign's end; the delivery log says so."""
+    path = "/events-" + re.sub(r"\W+", "-", subject.lower())
+    upstream.serve(path, "", 204)
+    readers = [f"{path[1:]}-{n}@example.com" for n in range(2)]
+    wanted = ["contact.subscribed", "contact.opened", "campaign.sent"]
+    with api(served, token) as http:
+        hook = created(http.post("/webhooks", json={"url": upstream.url(path), "events": wanted}))
+        list_id = new_list(http, subject)
+        add_contacts(http, list_id, readers)
+        campaign_id = send_campaign(http, list_id, subject)
+        wait_until(lambda: len(received_with(sink, subject)) == 2, "both emails arrived", served, *others)
+        pixel = re.search(r'src="(http://[^"]+/t/o/[^"]+)"', received_with(sink, subject)[0].part("html"))
+        assert pixel is not None
+        assert httpx.get(pixel[1]).status_code == 200
+
+        def heard() -> list[dict[str, Any]]:
+            """Ours (the account's other tests may finish a campaign while this one runs)."""
+            signer = Webhook(hook["secret"])
+            bodies = [signer.verify(seen.body, seen.headers) for seen in upstream.requests_to(path)]
+            return [
+                body
+                for body in bodies
+                if body["data"].get("contact", {}).get("email") in readers
+                or body["data"].get("campaign", {}).get("id") == campaign_id
+            ]
+
+        def logged() -> list[dict[str, Any]]:
+            return list(created(http.get(f"/webhooks/{hook['id']}/deliveries"))["data"])
+
+        wait_until(
+            lambda: len(heard()) == 4, "two subscriptions, an open and the campaign's end", served, *others
+        )
+        # The receiver answered before the lane recorded its answers.
+        everything = len(upstream.requests_to(path))
+        wait_until(lambda: len(logged()) == everything, "every attempt in the delivery log", served, *others)
+        assert all(attempt["state"] == "succeeded" for attempt in logged())
+    assert sorted(body["type"] for body in heard()) == sorted(
+        ["contact.subscribed", "contact.subscribed", "contact.opened", "campaign.sent"]
+    )
+    ids = [seen.headers["webhook-id"] for seen in upstream.requests_to(path)]
+    assert len(ids) == len(set(ids)), "an event was delivered twice"

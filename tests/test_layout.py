@@ -6,6 +6,13 @@
   `get`, `add`, `delete`, `flush`, `refresh` and the like on a session or connection. Its queries and
   rules live in the domain's `*_service.py` (or another module without routes).
 - A route module imports no other route module: what two of them share belongs in a service.
+- A route module opens no session of its own: it takes the request's (`SessionDep`, `ReadSessionDep`,
+  `WriteSessionDep`) or, for a write that must stand alone, `side_transaction()`; it reads no session
+  factory and imports no job's `transaction()`.
+- Only `app.main` (which fills it) and `app.state` read `app.state` untyped; the rest go through
+  `app_state()` and `SettingsDep`.
+- No `async def` in app/ enters a synchronous transaction (`transaction()`, `side_transaction()`): its
+  I/O would block the event loop. Jobs and routes run those in a worker thread.
 - `app.kit` imports nothing from `app.models`.
 """
 
@@ -120,6 +127,53 @@ def sql_problems(tree: ast.Module) -> list[str]:
     return [f"line {line}: {problem}" for line, problem in sorted(problems)]
 
 
+def session_problems(tree: ast.Module) -> list[str]:
+    problems: list[tuple[int, str]] = []
+    for line, module, _names in imported_modules(tree):
+        if module == "app.db.transaction":
+            problems.append((line, "imports app.db.transaction"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.endswith("session_factory"):
+            problems.append((node.lineno, f"reads {node.attr}"))
+    return [f"line {line}: {problem}" for line, problem in sorted(problems)]
+
+
+def untyped_state_problems(tree: ast.Module) -> list[str]:
+    """`<anything>.app.state` read as it is, rather than through app_state()."""
+    return [
+        f"line {node.lineno}: reads .app.state"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr == "state"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "app"
+    ]
+
+
+SYNC_TRANSACTIONS = {"transaction", "side_transaction"}
+
+
+def loop_transaction_problems(tree: ast.Module) -> list[str]:
+    problems: list[str] = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.AsyncFunctionDef):
+            continue
+        pending = list(ast.iter_child_nodes(function))
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue  # a nested function runs wherever it is called (a worker thread, say)
+            if isinstance(node, ast.With | ast.AsyncWith):
+                for item in node.items:
+                    call = item.context_expr
+                    if isinstance(call, ast.Call) and receiver_name(call.func) in SYNC_TRANSACTIONS:
+                        problems.append(
+                            f"line {node.lineno}: {function.name} enters {receiver_name(call.func)}()"
+                        )
+            pending.extend(ast.iter_child_nodes(node))
+    return sorted(problems)
+
+
 def route_import_problems(tree: ast.Module, route_modules: set[str]) -> list[str]:
     return [
         f"line {line}: imports the route module {module}"
@@ -159,6 +213,42 @@ def test_route_modules_import_no_other_route_module(name: str) -> None:
     assert route_import_problems(MODULES[name], ROUTE_MODULES - {name}) == []
 
 
+@pytest.mark.parametrize("name", sorted(ROUTE_MODULES))
+def test_route_modules_open_no_session_of_their_own(name: str) -> None:
+    assert session_problems(MODULES[name]) == [], f"{name}: take the request's session (app/db.py)"
+
+
+def test_no_async_function_enters_a_synchronous_transaction() -> None:
+    offenders = {name: found for name, tree in MODULES.items() if (found := loop_transaction_problems(tree))}
+    assert offenders == {}
+
+
+def test_the_rule_finds_a_transaction_on_the_event_loop() -> None:
+    source = """
+async def job(self):
+    with transaction(self.factory) as session:
+        pass
+
+    def in_a_thread():
+        with db.transaction(self.factory) as session:
+            pass
+
+    await asyncio.to_thread(in_a_thread)
+"""
+    assert loop_transaction_problems(ast.parse(source)) == ["line 3: job enters transaction()"]
+
+
+def test_only_main_and_state_read_the_app_state_untyped() -> None:
+    offenders = {
+        name: problems
+        for name, tree in MODULES.items()
+        if name not in {"app.main", "app.state"}
+        for problems in [untyped_state_problems(tree)]
+        if problems
+    }
+    assert offenders == {}
+
+
 def test_kit_imports_nothing_from_the_models() -> None:
     offenders = [
         f"{name} line {line}: {module}"
@@ -188,6 +278,12 @@ def delete_thing(id: int, session: Session) -> None:
     thing = session.get(Thing, id)
     session.scalars(select(Thing)).all()
     request.app.state.read_session.flush()
+
+@router.get("/things")
+def list_things(request: Request) -> Any:
+    from app.db import transaction
+    with transaction(request.app.state.write_session_factory) as session:
+        return thing_service.things(session)
 """
 
 GOOD_ROUTES = """
@@ -223,6 +319,11 @@ def test_the_rules_catch_sql_and_route_imports_in_a_route_module() -> None:
         "line 6: imports the route module app.mail.list_routes",
         "line 7: imports the route module app.mail.contact_routes",
     ]
+    assert session_problems(bad) == [
+        "line 20: imports app.db.transaction",
+        "line 21: reads write_session_factory",
+    ]
+    assert untyped_state_problems(bad) == ["line 16: reads .app.state", "line 21: reads .app.state"]
 
 
 def test_the_rules_let_a_thin_route_module_through() -> None:
@@ -230,4 +331,6 @@ def test_the_rules_let_a_thin_route_module_through() -> None:
     assert declares_routes(good)
     assert sql_problems(good) == []
     assert route_import_problems(good, {"app.mail.contact_routes"}) == []
+    assert session_problems(good) == []
+    assert untyped_state_problems(good) == []
     assert not declares_routes(ast.parse("def helper(session):\n    return session.get(1)\n"))

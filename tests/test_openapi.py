@@ -170,8 +170,9 @@ def test_write_bodies_list_the_seed_fields_and_path_ids_are_integers(served: dic
         for parameter in operation.get("parameters", []):
             if parameter["in"] == "path":
                 assert parameter["name"] in path
-                # Account webhooks (beyond SendFox) are named by ULIDs, like the /v1 resources.
-                expected = "string" if parameter["name"] == "webhook_id" else "integer"
+                # Account webhooks (beyond SendFox) are named by ULIDs, like the /v1 resources; a
+                # suppression (beyond SendFox too) by its address.
+                expected = "string" if parameter["name"] in ("webhook_id", "email") else "integer"
                 assert parameter["schema"]["type"] == expected, (path, parameter)
     schemas = served["components"]["schemas"]
     assert schemas["ContactBatch"]["properties"]["contacts"]["maxItems"] == 1000

@@ -12,17 +12,13 @@ assert about them once kept `tidings serve` from sending any email at all.)"""
 from __future__ import annotations
 
 import importlib.util
-import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import Engine
-from standardwebhooks import Webhook
 
 from tests.fake_engine import FakeEngine, running_engine
 from tests.processes import Running, committed_users, environment, shipped_serve
@@ -31,9 +27,9 @@ from tests.shipped import (
     api,
     confirm_path,
     create_form,
-    created,
     delivered,
     drip,
+    events_reach_a_receiver,
     expected_deliveries,
     new_list,
     received_with,
@@ -149,48 +145,5 @@ def test_a_feed_is_polled_and_its_watch_filters_with_an_engine_and_calls_a_webho
 
 
 def test_account_webhooks_hear_subscriptions_an_open_and_the_finished_campaign(shipped: Shipped) -> None:
-    """Events out from the serving process's own delivery lanes, signed (checked by the library)."""
-    shipped.upstream.serve("/events", "", 204)
-    readers = ["hook-a@example.com", "hook-b@example.com"]
-    wanted = ["contact.subscribed", "contact.opened", "campaign.sent"]
-    with api(shipped.served, shipped.token) as http:
-        hook = created(
-            http.post("/webhooks", json={"url": shipped.upstream.url("/events"), "events": wanted})
-        )
-        list_id = new_list(http, "Hooked")
-        add_contacts(http, list_id, readers)
-        campaign_id = send_campaign(http, list_id, "Heard by hooks")
-        wait_until(
-            lambda: len(received_with(shipped.sink, "Heard by hooks")) == 2,
-            "both emails arrived",
-            shipped.served,
-        )
-        pixel = re.search(
-            r'src="(http://[^"]+/t/o/[^"]+)"', received_with(shipped.sink, "Heard by hooks")[0].part("html")
-        )
-        assert pixel is not None
-        assert httpx.get(pixel[1]).status_code == 200
-
-        def heard() -> list[dict[str, Any]]:
-            return [
-                Webhook(hook["secret"]).verify(seen.body, seen.headers)
-                for seen in shipped.upstream.requests_to("/events")
-            ]
-
-        wait_until(
-            lambda: len(heard()) == 4, "two subscriptions, an open and the campaign's end", shipped.served
-        )
-    bodies = heard()
-    assert sorted(body["type"] for body in bodies) == sorted(
-        ["contact.subscribed", "contact.subscribed", "contact.opened", "campaign.sent"]
-    )
-    [finished] = [body for body in bodies if body["type"] == "campaign.sent"]
-    assert finished["data"]["campaign"]["id"] == campaign_id
-    # The receiver answered before the lane recorded its answers.
-    wait_until(lambda: len(http_get_log(shipped, hook["id"])) == 4, "four attempts logged", shipped.served)
-    assert all(attempt["state"] == "succeeded" for attempt in http_get_log(shipped, hook["id"]))
-
-
-def http_get_log(shipped: Shipped, hook_id: str) -> list[dict[str, Any]]:
-    with api(shipped.served, shipped.token) as http:
-        return list(created(http.get(f"/webhooks/{hook_id}/deliveries"))["data"])
+    """Events out from the serving process's own delivery lanes."""
+    events_reach_a_receiver(shipped.served, shipped.token, shipped.sink, shipped.upstream, "Heard by serve")

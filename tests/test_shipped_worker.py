@@ -21,6 +21,7 @@ from tests.shipped import (
     api,
     delivered,
     drip,
+    events_reach_a_receiver,
     expected_deliveries,
     new_list,
     received_with,
@@ -101,3 +102,10 @@ def test_a_feed_is_polled_and_its_watch_filters_with_an_engine_and_calls_a_webho
         listed = http.get(f"/v1/feeds/{feed['id']}/items").json()["items"]
     assert len(listed) == items
     assert len(split.llm.chat_requests()) == items
+
+
+def test_account_webhooks_hear_the_workers_events(split: Split) -> None:
+    """Events out from the worker's delivery lanes (the API process writes them, the worker sends them)."""
+    events_reach_a_receiver(
+        split.served, split.token, split.sink, split.upstream, "Heard by the worker", split.worker
+    )

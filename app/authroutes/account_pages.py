@@ -13,28 +13,23 @@ from sqlalchemy.orm import Session
 from starlette.background import BackgroundTask
 
 from app.authroutes.pages import local_path, page, redirect, sign_in_form, sign_in_url, with_cookies
-from app.config import Settings
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
 from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin
 from app.identity.session_cookie import clear_session_cookie, session_token, set_session_cookie
 from app.identity.sessions import end_session
 from app.identity.sign_in import sign_in_with_password
-from app.identity.token_lookup import CachedTokenLookup, forget_accounts
+from app.identity.token_lookup import forget_accounts
 from app.identity.tokens import create_personal_token, live_personal_tokens, revoke_personal_token
 from app.kit.errors import DomainError
 from app.models import PersonalToken, User
+from app.state import SettingsDep, app_state
 
 router = APIRouter(include_in_schema=False)
 TOKENS_PATH = "/account/tokens"
 TOKEN_NAME_MAX_LENGTH = 191
 # A token id is an INTEGER column: a larger number names no token (404) instead of overflowing the driver.
 TokenId = Annotated[int, PathParam(ge=1, le=2**31 - 1)]
-
-
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -51,7 +46,7 @@ def sign_in_page(request: Request, response: Response, signed_in: OptionalSessio
 
 
 @router.post("/account/sign-in", dependencies=[Depends(check_sign_in_origin)])
-async def sign_in_submit(request: Request, db: SessionDep) -> Response:
+async def sign_in_submit(request: Request, db: SessionDep, settings: SettingsDep) -> Response:
     form = await _form(request)
     next_path = local_path(form.get("next"))
     username, password = form.get("username", ""), form.get("password", "")
@@ -62,7 +57,7 @@ async def sign_in_submit(request: Request, db: SessionDep) -> Response:
     try:
         signed_in = await sign_in_with_password(
             db,
-            request.app.state.sign_in_throttle,
+            app_state(request).sign_in_throttle,
             username=username,
             password=password,
             address=request.client.host if request.client else "unknown",
@@ -75,13 +70,12 @@ async def sign_in_submit(request: Request, db: SessionDep) -> Response:
             return page_429
         return again("Invalid username or password.", 401)
     response = redirect(next_path)
-    set_session_cookie(response, signed_in.token, _settings(request), remember=True)
+    set_session_cookie(response, signed_in.token, settings, remember=True)
     return response
 
 
 @router.post("/account/sign-out", dependencies=[Depends(check_cookie_origin)])
-def sign_out_submit(request: Request, db: SessionDep) -> Response:
-    settings = _settings(request)
+def sign_out_submit(request: Request, db: SessionDep, settings: SettingsDep) -> Response:
     token = session_token(request, settings)
     if token is not None:
         end_session(db, token)
@@ -144,7 +138,7 @@ def revoke_token_submit(
         return with_cookies(page("account/no_such_token.html", status=404, user=signed_in.user), response)
     # This process may remember the token for a second: forget it now, and again once the revocation is
     # committed (a request in between could have looked the token up again), so it counts at once.
-    lookup: CachedTokenLookup = request.app.state.token_lookup
+    lookup = app_state(request).token_lookup
     lookup.forget_account(signed_in.user.account_id)
     done = redirect(TOKENS_PATH)
     done.background = BackgroundTask(forget_accounts, lookup, [signed_in.user.account_id])

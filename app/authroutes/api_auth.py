@@ -25,7 +25,6 @@ from app.authroutes.schemas import (
     session_out,
     user_out,
 )
-from app.config import Settings
 from app.db import SessionDep
 from app.identity.auth_errors import AuthCode, auth_error
 from app.identity.dependencies import OptionalSessionUser, SessionUser
@@ -35,8 +34,8 @@ from app.identity.session_cookie import clear_session_cookie, session_token, set
 from app.identity.sessions import end_session
 from app.identity.sign_in import sign_in_with_password
 from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in, username_available
-from app.identity.token_lookup import CachedTokenLookup
 from app.kit.openapi import FORM, JSON, request_body
+from app.state import SettingsDep, app_state
 
 # What any POST of the family may answer besides its own codes.
 POST_ERRORS: dict[int | str, dict[str, Any]] = {
@@ -61,11 +60,6 @@ JsonBody = Annotated[Any, Depends(json_body)]
 
 def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
-
-
-def settings_of(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
 
 
 def error_response(status: int, description: str) -> dict[int | str, dict[str, Any]]:
@@ -94,8 +88,9 @@ def is_username_available(body: JsonBody, db: SessionDep) -> UsernameAvailabilit
     dependencies=[Depends(check_sign_in_origin)],
     responses=error_response(422, "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL"),
 )
-async def sign_up_email(request: Request, response: Response, db: SessionDep) -> SignUpOut:
-    settings = settings_of(request)
+async def sign_up_email(
+    request: Request, response: Response, db: SessionDep, settings: SettingsDep
+) -> SignUpOut:
     # Before the body is read: a closed sign-up answers the same whatever is sent.
     if not settings.auth_signup_enabled:
         raise auth_error(400, AuthCode.EMAIL_PASSWORD_SIGN_UP_DISABLED)
@@ -135,15 +130,16 @@ async def sign_up_email(request: Request, response: Response, db: SessionDep) ->
         **error_response(429, "Too many failed sign-ins for this username or address; see Retry-After"),
     },
 )
-async def sign_in_username(request: Request, body: JsonBody, db: SessionDep) -> Response:
+async def sign_in_username(
+    request: Request, body: JsonBody, db: SessionDep, settings: SettingsDep
+) -> Response:
     credentials = validated(body, SignInUsernameBody)
-    settings = settings_of(request)
     callback_url = credentials.callback_url or None
     if callback_url is not None and not is_trusted_url(callback_url, settings, allow_relative=True):
         raise auth_error(403, AuthCode.INVALID_CALLBACK_URL)
     signed_in = await sign_in_with_password(
         db,
-        request.app.state.sign_in_throttle,
+        app_state(request).sign_in_throttle,
         username=credentials.username,
         password=credentials.password,
         address=client_address(request),
@@ -182,7 +178,9 @@ async def sign_in_username(request: Request, body: JsonBody, db: SessionDep) -> 
         **error_response(401, "UNAUTHORIZED: no valid session cookie"),
     },
 )
-def update_user(request: Request, signed_in: SessionUser, body: JsonBody, db: SessionDep) -> StatusOut:
+def update_user(
+    request: Request, signed_in: SessionUser, body: JsonBody, db: SessionDep, settings: SettingsDep
+) -> StatusOut:
     changes = validated(body, UpdateUserBody)
 
     def sent(field: str) -> Any:
@@ -192,7 +190,7 @@ def update_user(request: Request, signed_in: SessionUser, body: JsonBody, db: Se
     update_profile(
         db,
         signed_in.user,
-        policy=settings_of(request).auth_username_change,
+        policy=settings.auth_username_change,
         name=sent("name"),
         image=sent("image"),
         username=sent("username"),
@@ -201,8 +199,7 @@ def update_user(request: Request, signed_in: SessionUser, body: JsonBody, db: Se
         email=body.get("email", UNSET),
     )
     # Bearer-token principals carry the name: drop what this process remembers of the account.
-    lookup: CachedTokenLookup = request.app.state.token_lookup
-    lookup.forget_account(signed_in.user.account_id)
+    app_state(request).token_lookup.forget_account(signed_in.user.account_id)
     return StatusOut(status=True)
 
 
@@ -226,8 +223,7 @@ def get_session(response: Response, signed_in: OptionalSessionUser) -> SessionWi
     response_model=SignOutOut,
     summary="End the cookie's session and clear the cookie",
 )
-def sign_out(request: Request, response: Response, db: SessionDep) -> SignOutOut:
-    settings = settings_of(request)
+def sign_out(request: Request, response: Response, db: SessionDep, settings: SettingsDep) -> SignOutOut:
     token = session_token(request, settings)
     if token is not None:
         end_session(db, token)

@@ -11,7 +11,6 @@ from fastapi.responses import JSONResponse
 from starlette.background import BackgroundTask
 
 from app.authroutes.pages import page, redirect, sign_in_form, this_path, with_cookies
-from app.config import Settings
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
 from app.identity.oauth.authorization import (
@@ -23,15 +22,11 @@ from app.identity.oauth.authorization import (
 )
 from app.identity.oauth.server import OAuthReply
 from app.identity.origin_guard import check_cookie_origin
-from app.identity.token_lookup import CachedTokenLookup, forget_accounts
+from app.identity.token_lookup import forget_accounts
 from app.models import User
+from app.state import SettingsDep, app_state
 
 router = APIRouter(include_in_schema=False)
-
-
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
 
 
 def _refused_page(refusal: AuthorizationRefused) -> Response:
@@ -57,11 +52,15 @@ def _consent_page(consent: ConsentRequest, user: User) -> Response:
 
 @router.get("/oauth/authorize")
 async def authorize_page(
-    request: Request, response: Response, signed_in: OptionalSessionUser, db: SessionDep
+    request: Request,
+    response: Response,
+    signed_in: OptionalSessionUser,
+    db: SessionDep,
+    settings: SettingsDep,
 ) -> Response:
     user = signed_in.user if signed_in is not None else None
     pairs = list(request.query_params.multi_items())
-    result = await run_in_threadpool(review_authorization, db, _settings(request), pairs, user)
+    result = await run_in_threadpool(review_authorization, db, settings, pairs, user)
     if isinstance(result, AuthorizationRefused):
         return with_cookies(_refused_page(result), response)
     if isinstance(result, OAuthReply):
@@ -73,7 +72,11 @@ async def authorize_page(
 
 @router.post("/oauth/authorize", dependencies=[Depends(check_cookie_origin)])
 async def authorize_decision(
-    request: Request, response: Response, signed_in: OptionalSessionUser, db: SessionDep
+    request: Request,
+    response: Response,
+    signed_in: OptionalSessionUser,
+    db: SessionDep,
+    settings: SettingsDep,
 ) -> Response:
     form = await request.form()
     pairs = [(key, value) for key, value in form.multi_items() if isinstance(value, str)]
@@ -86,9 +89,7 @@ async def authorize_decision(
     if decision not in ("allow", "deny"):
         return _refused_page(AuthorizationRefused("invalid_request: choose Allow or Deny."))
     result = await run_in_threadpool(
-        lambda: decide_authorization(
-            db, _settings(request), pairs, signed_in.user, approved=decision == "allow"
-        )
+        lambda: decide_authorization(db, settings, pairs, signed_in.user, approved=decision == "allow")
     )
     if isinstance(result, AuthorizationRefused):
         return with_cookies(_refused_page(result), response)
@@ -96,21 +97,21 @@ async def authorize_decision(
 
 
 @router.post("/oauth/token")
-async def token_endpoint(request: Request, db: SessionDep) -> Response:
+async def token_endpoint(request: Request, db: SessionDep, settings: SettingsDep) -> Response:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     # RFC 6749 3.2: form-encoded parameters only; anything else reads as no parameters.
     pairs = []
     if content_type == "application/x-www-form-urlencoded":
         form = await request.form()
         pairs = [(key, value) for key, value in form.multi_items() if isinstance(value, str)]
-    exchange = await run_in_threadpool(exchange_token, db, _settings(request), pairs, request.headers)
+    exchange = await run_in_threadpool(exchange_token, db, settings, pairs, request.headers)
     reply = exchange.reply
     headers = {key: value for key, value in reply.headers if key.lower() != "content-type"}
     answer = JSONResponse(reply.body, status_code=reply.status, headers=headers)
     if exchange.revoked_account_ids:
         # Tokens were revoked (a refresh, a replayed code): forget what this process remembers of them
         # now, and again once that is committed, so a lookup in between cannot keep them alive.
-        lookup: CachedTokenLookup = request.app.state.token_lookup
+        lookup = app_state(request).token_lookup
         await forget_accounts(lookup, exchange.revoked_account_ids)
         answer.background = BackgroundTask(forget_accounts, lookup, exchange.revoked_account_ids)
     return answer

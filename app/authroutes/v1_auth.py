@@ -16,8 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.background import BackgroundTask
 
 from app.authroutes.pages import DEVICE_PATH
-from app.config import Settings
-from app.db import SessionDep
+from app.db import SessionDep, side_transaction
 from app.identity.auth_errors import AuthCode
 from app.identity.dependencies import V1User
 from app.identity.device_sessions import (
@@ -30,7 +29,7 @@ from app.identity.session_cookie import clear_session_cookie, session_token, set
 from app.identity.sessions import end_session
 from app.identity.sign_in import sign_in_with_password
 from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in
-from app.identity.token_lookup import CachedTokenLookup, forget_accounts
+from app.identity.token_lookup import forget_accounts
 from app.identity.tokens import create_token_for, live_personal_tokens, revoke_personal_token
 from app.kit.errors import DomainError, NotFound
 from app.kit.openapi import request_body
@@ -38,6 +37,7 @@ from app.kit.v1_input import JsonBody, invalid, read_json, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.models import PersonalToken, User
+from app.state import SettingsDep, app_state
 
 router = V1Router(prefix="/v1/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
 
@@ -139,11 +139,6 @@ def token_out(token: PersonalToken) -> TokenOut:
     )
 
 
-def settings_of(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
-
-
 def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
@@ -189,8 +184,9 @@ def v1_error(exc: DomainError) -> DomainError:
     dependencies=[Depends(check_sign_in_origin)],
     responses=errors(BAD_INPUT, (403, "signup_disabled"), (409, "email_taken or username_taken")),
 )
-async def signup(request: Request, response: Response, body: JsonBody, db: SessionDep) -> UserOut:
-    settings = settings_of(request)
+async def signup(
+    request: Request, response: Response, body: JsonBody, db: SessionDep, settings: SettingsDep
+) -> UserOut:
     if not settings.auth_signup_enabled:
         raise DomainError(403, "Sign-up is closed on this server.", code="signup_disabled")
     data = validate(SignupInput, body)
@@ -225,7 +221,9 @@ async def signup(request: Request, response: Response, body: JsonBody, db: Sessi
     dependencies=[Depends(check_sign_in_origin)],
     responses=errors(BAD_INPUT, (401, "invalid_credentials"), (429, "rate_limited; see Retry-After")),
 )
-async def login(request: Request, response: Response, body: JsonBody, db: SessionDep) -> UserOut:
+async def login(
+    request: Request, response: Response, body: JsonBody, db: SessionDep, settings: SettingsDep
+) -> UserOut:
     data = validate(Credentials, body)
     if (data.email is None) == (data.username is None):
         raise invalid({"email": ["Give either `email` or `username`."]})
@@ -233,7 +231,7 @@ async def login(request: Request, response: Response, body: JsonBody, db: Sessio
     try:
         signed_in = await sign_in_with_password(
             db,
-            request.app.state.sign_in_throttle,
+            app_state(request).sign_in_throttle,
             username=identifier,
             password=data.password,
             address=client_address(request),
@@ -242,7 +240,7 @@ async def login(request: Request, response: Response, body: JsonBody, db: Sessio
         )
     except DomainError as exc:
         raise v1_error(exc) from exc
-    set_session_cookie(response, signed_in.token, settings_of(request), remember=True)
+    set_session_cookie(response, signed_in.token, settings, remember=True)
     response.headers["Cache-Control"] = "no-store"
     return UserOut(user=auth_user(signed_in.user))
 
@@ -254,8 +252,9 @@ async def login(request: Request, response: Response, body: JsonBody, db: Sessio
     summary="End the cookie's session and clear the cookie",
     responses=errors(NO_CREDENTIALS),
 )
-def logout(request: Request, response: Response, _user: V1User, db: SessionDep) -> LoggedOut:
-    settings = settings_of(request)
+def logout(
+    request: Request, response: Response, _user: V1User, db: SessionDep, settings: SettingsDep
+) -> LoggedOut:
     token = session_token(request, settings)
     if token is not None:
         end_session(db, token)
@@ -315,7 +314,7 @@ def revoke_token(request: Request, token_id: TokenId, user: V1User, db: SessionD
     if revoke_personal_token(db, user.user.id, token_id) is None:
         raise NotFound("No such token.")
     # Forget it now, and again once the revocation is committed, as the account tokens page does.
-    lookup: CachedTokenLookup = request.app.state.token_lookup
+    lookup = app_state(request).token_lookup
     lookup.forget_account(user.user.account_id)
     return Response(
         status_code=204, background=BackgroundTask(forget_accounts, lookup, [user.user.account_id])
@@ -330,9 +329,9 @@ def revoke_token(request: Request, token_id: TokenId, user: V1User, db: SessionD
     response_model=DeviceSessionOut,
     summary="Start a command-line sign-in: show user_code, poll with device_code (no credentials)",
 )
-def start_device(request: Request, db: SessionDep) -> DeviceSessionOut:
+def start_device(db: SessionDep, settings: SettingsDep) -> DeviceSessionOut:
     started = start_device_session(db)
-    base = settings_of(request).base_url.rstrip("/")
+    base = settings.base_url.rstrip("/")
     return DeviceSessionOut(
         device_code=started.device_code,
         user_code=started.user_code,
@@ -356,14 +355,11 @@ def start_device(request: Request, db: SessionDep) -> DeviceSessionOut:
         )
     ),
 )
-def poll_device(body: JsonBody, db: SessionDep) -> DeviceTokenOut:
+def poll_device(request: Request, body: JsonBody) -> DeviceTokenOut:
     data = validate(DevicePollInput, body)
-    try:
+    # The poll is recorded (its time, a raised interval) even when the answer is an error.
+    with side_transaction(request, commit_despite=(DomainError,)) as db:
         token, user = poll_device_session(db, data.device_code)
-    except DomainError:
-        # The poll is recorded (its time, a raised interval) even though the answer is an error.
-        db.commit()
-        raise
     return DeviceTokenOut(access_token=token, user=auth_user(user))
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Request, Response
+from fastapi import Response
 
-from app.config import Settings
 from app.db import SessionDep
 from app.feeds import feed_service
 from app.feeds.specs import FeedEdit, FeedInput, FeedPatch, SourceInput, SourceSetPayload, source_inputs
@@ -24,6 +23,7 @@ from app.kit.time import utcnow
 from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
+from app.state import SettingsDep
 
 router = V1Router(tags=["Feeds"])
 
@@ -34,11 +34,6 @@ MISSING: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorOut, "description": "No such feed in the account"}
 }
 DRY_RUN_NOTE = " With `?dry_run=true` (1, true, yes, on) everything is validated and nothing is stored."
-
-
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
 
 
 @router.get("/v1/feeds", response_model=FeedListResponse, summary="List feeds, newest first")
@@ -56,7 +51,7 @@ def list_feeds(session: SessionDep, principal: V1User, cursor: PageCursor) -> di
     responses={200: {"model": FeedMutationResponse, "description": "Dry run"}, **INVALID},
 )
 def create_feed(
-    request: Request,
+    settings: SettingsDep,
     response: Response,
     session: SessionDep,
     principal: V1User,
@@ -71,7 +66,7 @@ def create_feed(
         principal,
         feed_input,
         dry_run=dry_run,
-        allow_private=_settings(request).outbound_allow_private,
+        allow_private=settings.outbound_allow_private,
         now=utcnow(),
     )
 
@@ -93,7 +88,12 @@ def get_feed(feed_id: str, session: SessionDep, principal: V1User) -> dict[str, 
     responses={**INVALID, **MISSING, 409: {"model": ErrorOut, "description": "`kind` cannot change"}},
 )
 def edit_feed(
-    feed_id: str, request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
+    feed_id: str,
+    settings: SettingsDep,
+    session: SessionDep,
+    principal: V1User,
+    body: JsonBody,
+    dry_run: DryRun,
 ) -> dict[str, Any]:
     feed_input = validate(FeedEdit, body)
     return feed_service.edit_feed(
@@ -102,9 +102,9 @@ def edit_feed(
         feed_id,
         feed_input,
         dry_run=dry_run,
-        allow_private=_settings(request).outbound_allow_private,
+        allow_private=settings.outbound_allow_private,
         now=utcnow(),
-        min_poll_seconds=_settings(request).feed_min_poll_seconds,
+        min_poll_seconds=settings.feed_min_poll_seconds,
     )
 
 
@@ -117,7 +117,12 @@ def edit_feed(
     responses={**INVALID, **MISSING},
 )
 def patch_feed(
-    feed_id: str, request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
+    feed_id: str,
+    settings: SettingsDep,
+    session: SessionDep,
+    principal: V1User,
+    body: JsonBody,
+    dry_run: DryRun,
 ) -> dict[str, Any]:
     patch = validate(FeedPatch, body)
     return feed_service.set_active(
@@ -127,7 +132,7 @@ def patch_feed(
         patch.is_active,
         dry_run=dry_run,
         now=utcnow(),
-        min_poll_seconds=_settings(request).feed_min_poll_seconds,
+        min_poll_seconds=settings.feed_min_poll_seconds,
     )
 
 
@@ -157,7 +162,12 @@ def get_sources(feed_id: str, session: SessionDep, principal: V1User) -> dict[st
 
 
 def _set_sources(
-    feed_id: str, request: Request, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
+    feed_id: str,
+    settings: SettingsDep,
+    session: SessionDep,
+    principal: V1User,
+    body: JsonBody,
+    dry_run: DryRun,
 ) -> dict[str, int]:
     payload = validate(SourceSetPayload, source_inputs(body))
     counts = feed_service.set_feed_sources(
@@ -166,7 +176,7 @@ def _set_sources(
         feed_id,
         payload.sources,
         dry_run=dry_run,
-        allow_private=_settings(request).outbound_allow_private,
+        allow_private=settings.outbound_allow_private,
         now=utcnow(),
     )
     return counts.as_dict()

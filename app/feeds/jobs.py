@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -50,8 +52,8 @@ class FeedJobs:
         if not self.settings.telemetry_url:
             return 0
         now = utcnow()
-        with transaction(self.session_factory, write=False) as session:
-            event = telemetry_event(session) if heartbeat_due(session, now, TELEMETRY_EVERY) else None
+        # The transactions run in a worker thread: their I/O must not block the event loop.
+        event = await asyncio.to_thread(self._due_event, now)
         if event is None:
             return 0
         try:
@@ -62,9 +64,16 @@ class FeedJobs:
             log.info("telemetry event not sent: %s", exc)
             return 0
         if 200 <= response.status_code < 300:
-            with transaction(self.session_factory) as session:
-                mark_sent(session, now)
+            await asyncio.to_thread(self._mark_sent, now)
         return 0
+
+    def _due_event(self, now: datetime) -> dict[str, Any] | None:
+        with transaction(self.session_factory, write=False) as session:
+            return telemetry_event(session) if heartbeat_due(session, now, TELEMETRY_EVERY) else None
+
+    def _mark_sent(self, now: datetime) -> None:
+        with transaction(self.session_factory) as session:
+            mark_sent(session, now)
 
     async def aclose(self) -> None:
         await self.poller.aclose()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Request
-
 from app.db import SessionDep
 from app.feeds.telemetry_service import set_mode, telemetry_state
 from app.feeds.wire import TelemetryInput, TelemetryState
@@ -14,13 +12,14 @@ from app.kit.openapi import request_body
 from app.kit.v1_input import JsonBody, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
+from app.state import SettingsDep
 
 router = V1Router(tags=["Telemetry"])
 
 
 @router.get("/v1/telemetry", response_model=TelemetryState, summary="The telemetry state")
-def get_telemetry(request: Request, session: SessionDep, principal: V1User) -> dict[str, Any]:
-    return telemetry_state(session, principal, request.app.state.settings)
+def get_telemetry(settings: SettingsDep, session: SessionDep, principal: V1User) -> dict[str, Any]:
+    return telemetry_state(session, principal, settings)
 
 
 @router.put(
@@ -33,7 +32,9 @@ def get_telemetry(request: Request, session: SessionDep, principal: V1User) -> d
         403: {"model": ErrorOut, "description": "The caller is not staff (`can_set` is false)"},
     },
 )
-def put_telemetry(request: Request, session: SessionDep, principal: V1User, body: JsonBody) -> dict[str, Any]:
+def put_telemetry(
+    settings: SettingsDep, session: SessionDep, principal: V1User, body: JsonBody
+) -> dict[str, Any]:
     wanted = validate(TelemetryInput, body)
     set_mode(session, principal, wanted.mode)
-    return telemetry_state(session, principal, request.app.state.settings)
+    return telemetry_state(session, principal, settings)

@@ -8,10 +8,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import Settings
-from app.db import SessionDep
+from app.db import SessionDep, side_transaction
 from app.identity.origin_guard import check_cookie_origin
 from app.identity.principal import Principal, principal_of
 from app.identity.session_cookie import (
@@ -21,10 +19,9 @@ from app.identity.session_cookie import (
     set_session_cookie,
 )
 from app.identity.sessions import SignedIn, extend_if_due, find_session
-from app.identity.token_lookup import CachedTokenLookup
 from app.kit.errors import DomainError
-from app.kit.ratelimit import RateLimiter
 from app.models import Account
+from app.state import app_state
 
 PAID_PLANS = ("lifetime", "empire")
 RATE_LIMIT_HEADERS_STATE = "rate_limit_headers"
@@ -53,13 +50,12 @@ def bearer_token(request: Request) -> str | None:
 async def current_mail_user(request: Request, response: Response) -> Principal:
     """A bearer token's owner, counted against the per-user rate limit of the email API."""
     token = bearer_token(request)
-    lookup: CachedTokenLookup = request.app.state.token_lookup
+    state = app_state(request)
     writing = request.method not in ("GET", "HEAD", "OPTIONS")
-    principal = await lookup.find(token, fresh=writing) if token else None
+    principal = await state.token_lookup.find(token, fresh=writing) if token else None
     if principal is None:
         raise Unauthenticated()
-    limiter: RateLimiter = request.app.state.mail_rate_limiter
-    decision = await limiter.hit("mail", str(principal.user.id))
+    decision = await state.mail_rate_limiter.hit("mail", str(principal.user.id))
     headers = decision.headers()
     response.headers.update(headers)
     # Error responses are made by the exception handlers, which add these too.
@@ -94,24 +90,24 @@ async def bearer_principal(request: Request) -> Principal | None:
     token = bearer_token(request)
     if token is None:
         return None
-    lookup: CachedTokenLookup = request.app.state.token_lookup
+    lookup = app_state(request).token_lookup
     # A write looks its token up afresh (and forgets what was remembered of the account), as on the
     # email API: a client always reads its own writes.
     writing = request.method not in ("GET", "HEAD", "OPTIONS")
     return await lookup.find(token, fresh=writing)
 
 
-def _session_principal(factory: sessionmaker[Session], token: str) -> tuple[Principal | None, bool]:
-    """The session's principal, and whether its expiry was pushed back (once a day of use)."""
-    with factory() as db:
+def _session_principal(request: Request, token: str) -> tuple[Principal | None, bool]:
+    """The session's principal, and whether its expiry was pushed back (once a day of use). A side
+    transaction: authentication's short write (an expired session found is deleted on the way, a
+    session in use extended) is committed before the route's own transaction starts."""
+    with side_transaction(request) as db:
         signed_in = find_session(db, token)
         if signed_in is None:
-            db.commit()  # an expired session found is deleted on the way
             return None, False
         account = db.get(Account, signed_in.user.account_id)
         principal = principal_of(signed_in.user, account) if account is not None else None
         extended = principal is not None and extend_if_due(db, signed_in)
-        db.commit()
         return principal, extended
 
 
@@ -120,13 +116,12 @@ async def cookie_principal(request: Request, response: Response) -> Principal | 
     in use is extended once a day, as on /api/auth, and the cookie is sent again with it."""
     if SESSION_COOKIE not in request.cookies:
         return None
-    settings: Settings = request.app.state.settings
+    settings = app_state(request).settings
     token = session_token(request, settings)
     if token is None:
         return None
     check_cookie_origin(request)
-    factory: sessionmaker[Session] = request.app.state.write_session_factory
-    principal, extended = await run_in_threadpool(_session_principal, factory, token)
+    principal, extended = await run_in_threadpool(_session_principal, request, token)
     if extended:
         set_session_cookie(response, token, settings, remember=True)
     return principal
@@ -155,7 +150,7 @@ def current_session(request: Request, response: Response, db: SessionDep) -> Sig
     with the cookie sent again. Routes that return a Response of their own must copy `response`'s
     cookies onto it (FastAPI adds them only to returned values).
     """
-    settings: Settings = request.app.state.settings
+    settings = app_state(request).settings
     if SESSION_COOKIE not in request.cookies:
         return None
     token = session_token(request, settings)

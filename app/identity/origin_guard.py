@@ -9,6 +9,7 @@ from fastapi import Request
 
 from app.config import Settings
 from app.kit.errors import DomainError
+from app.state import app_state
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
@@ -52,7 +53,7 @@ def check_cookie_origin(request: Request) -> None:
     (servers, scripts with a bearer token) cannot ride on a browser's session, so they pass."""
     if request.method in SAFE_METHODS or "cookie" not in request.headers:
         return
-    _validate_origin(request, request.app.state.settings)
+    _validate_origin(request, app_state(request).settings)
 
 
 def check_sign_in_origin(request: Request) -> None:
@@ -61,7 +62,7 @@ def check_sign_in_origin(request: Request) -> None:
     another site cannot sign a visitor in to an account of its choosing."""
     if request.method in SAFE_METHODS:
         return
-    settings: Settings = request.app.state.settings
+    settings = app_state(request).settings
     headers = request.headers
     if "cookie" in headers:
         _validate_origin(request, settings)

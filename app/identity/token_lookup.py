@@ -1,6 +1,8 @@
 """Finding a bearer token's principal (a personal access token `tdg_...` or an OAuth access token
 `tdo_...`): on the event loop with psycopg's async pool on PostgreSQL, or
 through a session of the app's factory in a worker thread (SQLite, and tests that share one transaction).
+Both run the same statements (TokenQuery: one definition, compiled once for psycopg);
+tests/identity/test_token_lookup_parity.py runs both over the same tokens on PostgreSQL.
 
 Authentication runs on every request; doing it without a worker thread makes `GET /me` need none at all.
 """
@@ -10,12 +12,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from datetime import timedelta
-from typing import Protocol
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from fastapi.concurrency import run_in_threadpool
 from psycopg_pool import AsyncConnectionPool
-from sqlalchemy import update
+from sqlalchemy import Executable, Integer, bindparam, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -23,7 +26,7 @@ from app.db import PsycopgStatement, transaction
 from app.identity.principal import Principal, by_oauth_access_token_hash, by_token_hash, principal_from_row
 from app.identity.tokens import OAUTH_ACCESS_TOKEN_PREFIX, TOKEN_PREFIX, hash_token
 from app.kit.time import utcnow
-from app.models import PersonalToken
+from app.models.base import UTCDateTime
 
 log = logging.getLogger("tidings.auth")
 
@@ -40,15 +43,55 @@ class TokenLookup(Protocol):
     async def find(self, token: str) -> Principal | None: ...
 
 
-def find_in_session(session: Session, token: str) -> Principal | None:
+@dataclass(frozen=True)
+class TokenQuery:
+    """A statement of the token lookup, defined once: SessionTokenLookup runs `statement` through
+    SQLAlchemy, PostgresTokenLookup runs `psycopg`, the same statement compiled once."""
+
+    statement: Executable
+    psycopg: PsycopgStatement
+
+    @classmethod
+    def of(cls, statement: Executable) -> TokenQuery:
+        return cls(statement, PsycopgStatement.of(statement))
+
+
+BY_TOKEN_HASH = TokenQuery.of(by_token_hash())
+BY_OAUTH_ACCESS_TOKEN_HASH = TokenQuery.of(by_oauth_access_token_hash())
+# Text, not update(PersonalToken): that would also set updated_at (the column's onupdate), and marking a
+# token used is only a record, not a change to the token.
+TOUCH = TokenQuery.of(
+    text("UPDATE personal_tokens SET last_used_at = :now WHERE id = :token_id").bindparams(
+        bindparam("now", type_=UTCDateTime()), bindparam("token_id", type_=Integer())
+    )
+)
+
+
+def _now() -> datetime:
+    # Naive UTC, as the timestamp columns store it: what psycopg sends as is and UTCDateTime keeps.
+    return utcnow().replace(tzinfo=None)
+
+
+def token_query(token: str) -> tuple[TokenQuery, dict[str, Any]] | None:
+    """The query that finds the token's principal and its values; None for a token of neither kind."""
     if token.startswith(TOKEN_PREFIX):
-        row = session.execute(by_token_hash(), {"token_hash": hash_token(token)}).first()
-    elif token.startswith(OAUTH_ACCESS_TOKEN_PREFIX):
-        row = session.execute(
-            by_oauth_access_token_hash(), {"token_hash": hash_token(token), "now": utcnow()}
-        ).first()
-    else:
+        return BY_TOKEN_HASH, {"token_hash": hash_token(token)}
+    if token.startswith(OAUTH_ACCESS_TOKEN_PREFIX):
+        return BY_OAUTH_ACCESS_TOKEN_HASH, {"token_hash": hash_token(token), "now": _now()}
+    return None
+
+
+def touch_values(principal: Principal) -> dict[str, Any]:
+    """TOUCH's values: the personal token used is marked used now."""
+    return {"token_id": principal.token_id, "now": _now()}
+
+
+def find_in_session(session: Session, token: str) -> Principal | None:
+    found = token_query(token)
+    if found is None:
         return None
+    query, values = found
+    row = session.execute(query.statement, values).first()
     return principal_from_row(row) if row is not None else None
 
 
@@ -68,11 +111,7 @@ class SessionTokenLookup:
             # Its own short write, committed before the request's transaction starts; only a record.
             try:
                 with transaction(self.factory) as session:
-                    session.execute(
-                        update(PersonalToken)
-                        .where(PersonalToken.id == principal.token_id)
-                        .values(last_used_at=utcnow())
-                    )
+                    session.execute(TOUCH.statement, touch_values(principal))
             except SQLAlchemyError as exc:
                 log.warning("could not record the use of token %s: %s", principal.token_id, exc)
         return principal
@@ -81,33 +120,23 @@ class SessionTokenLookup:
 class PostgresTokenLookup:
     """Through a small pool of autocommit connections of psycopg's own async driver."""
 
-    QUERY = PsycopgStatement.of(by_token_hash())
-    OAUTH_QUERY = PsycopgStatement.of(by_oauth_access_token_hash())
-    TOUCH = "UPDATE personal_tokens SET last_used_at = %(now)s WHERE id = %(id)s"
-
     def __init__(self, pool: AsyncConnectionPool) -> None:
         # The app opens and closes the pool; it is shared with other hot reads.
         self.pool = pool
 
     async def find(self, token: str) -> Principal | None:
-        if token.startswith(TOKEN_PREFIX):
-            sql, params = self.QUERY.sql, self.QUERY.params(token_hash=hash_token(token))
-        elif token.startswith(OAUTH_ACCESS_TOKEN_PREFIX):
-            # Naive UTC, as the timestamp columns store it (the ORM's UTCDateTime is not in this path).
-            now = utcnow().replace(tzinfo=None)
-            sql, params = self.OAUTH_QUERY.sql, self.OAUTH_QUERY.params(token_hash=hash_token(token), now=now)
-        else:
+        found = token_query(token)
+        if found is None:
             return None
+        query, values = found
         async with self.pool.connection() as conn:
-            cursor = await conn.execute(sql, params)
+            cursor = await conn.execute(query.psycopg.sql, query.psycopg.params(**values))
             row = await cursor.fetchone()
             if row is None:
                 return None
             principal = principal_from_row(row)
             if needs_touch(principal):
-                await conn.execute(
-                    self.TOUCH, {"now": utcnow().replace(tzinfo=None), "id": principal.token_id}
-                )
+                await conn.execute(TOUCH.psycopg.sql, TOUCH.psycopg.params(**touch_values(principal)))
         return principal
 
 

@@ -9,7 +9,8 @@ What Tidings decides where SendFox is silent (docs/compatibility.md sums it up):
 - `open_campaign` and `click_campaign` fire on a contact's first open and first click of the trigger
   campaign. A click that comes before any recorded open is also the first open.
 - Only active, not deleted automations fire, and only for subscribed, live, never-bounced contacts of
-  the automation's account. A trigger that happens while the automation is off is not caught up later.
+  the automation's account whose address is not on its suppression list (suppression_service.py). A
+  trigger that happens while the automation is off is not caught up later.
 - Firing queues every email of the automation at once, one deliverable each: in send_order order,
   email n is due at the trigger's moment plus the delay_hours of emails 1 to n added up (email 1 at
   +d1, email 2 at +d1+d2, ...). An email whose campaign was halted (bounce rate) is skipped; the ones
@@ -39,6 +40,7 @@ from sqlalchemy.orm import Session
 
 from app.db import upsert
 from app.mail.sending.queue import QUEUED_COLUMNS, aware
+from app.mail.suppression_service import not_suppressed
 from app.models import Automation, AutomationItem, AutomationTrigger, Campaign, Contact, Deliverable
 from app.models.base import UTCDateTime
 
@@ -196,6 +198,7 @@ def _insert_for(
             Contact.deleted_at.is_(None),
             Contact.unsubscribed_at.is_(None),
             Contact.bounced_at.is_(None),
+            not_suppressed(account_id, Contact.email_key),
         )
         .order_by(Contact.id, AutomationItem.campaign_id)
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
+from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db import SessionDep
@@ -20,13 +21,9 @@ from app.kit.time import utcnow
 from app.mail.providers import Events, apply_events, mailgun, postmark, sendgrid, ses
 from app.mail.schemas import ErrorOut, WebhookAnswer
 from app.mail.sending.queue import BounceRule
+from app.state import SettingsDep, app_state
 
 router = APIRouter(tags=["Provider webhooks"])
-
-
-def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
 
 
 def _turned_on(setting: str) -> None:
@@ -35,9 +32,10 @@ def _turned_on(setting: str) -> None:
 
 
 async def ses_events(request: Request) -> Events:
-    settings = _settings(request)
+    state = app_state(request)
+    settings = state.settings
     _turned_on(settings.ses_topic_arns)
-    client: ses.SnsClient = request.app.state.sns_client
+    client = state.sns_client
     try:
         return await ses.read(
             await request.body(),
@@ -51,7 +49,7 @@ async def ses_events(request: Request) -> Events:
 
 
 async def postmark_events(request: Request) -> Events:
-    secret = _settings(request).postmark_webhook_secret
+    secret = app_state(request).settings.postmark_webhook_secret
     _turned_on(secret)
     token = request.query_params.get("token") or request.headers.get(postmark.TOKEN_HEADER)
     if not postmark.authenticated(secret, request.headers.get("authorization", ""), token):
@@ -60,7 +58,7 @@ async def postmark_events(request: Request) -> Events:
 
 
 async def sendgrid_events(request: Request) -> Events:
-    key = _settings(request).sendgrid_webhook_public_key
+    key = app_state(request).settings.sendgrid_webhook_public_key
     _turned_on(key)
     try:
         return sendgrid.read(
@@ -74,7 +72,7 @@ async def sendgrid_events(request: Request) -> Events:
 
 
 async def mailgun_events(request: Request) -> Events:
-    key = _settings(request).mailgun_webhook_signing_key
+    key = app_state(request).settings.mailgun_webhook_signing_key
     _turned_on(key)
     try:
         return mailgun.read(await request.body(), key)
@@ -82,9 +80,8 @@ async def mailgun_events(request: Request) -> Events:
         raise Unauthenticated() from exc
 
 
-def _apply(request: Request, session: SessionDep, events: Events) -> WebhookAnswer:
-    settings = _settings(request)
-    rule = BounceRule(settings.bounce_stop_rate, settings.bounce_stop_min_sent)
+def _apply(settings: Settings, session: Session, events: Events) -> WebhookAnswer:
+    rule = BounceRule.from_settings(settings)
     answer = apply_events(session, events, utcnow(), rule)
     return WebhookAnswer(processed=answer.processed, ignored=answer.ignored)
 
@@ -129,11 +126,11 @@ def _openapi(body: str) -> dict[str, Any]:
     ),
 )
 def ses_webhook(
-    request: Request, session: SessionDep, events: Annotated[Events, Depends(ses_events)]
+    settings: SettingsDep, session: SessionDep, events: Annotated[Events, Depends(ses_events)]
 ) -> WebhookAnswer:
     """Amazon SES bounce and complaint notifications through an Amazon SNS HTTPS subscription
     (SubscriptionConfirmation is confirmed; every message's SNS signature is verified)."""
-    return _apply(request, session, events)
+    return _apply(settings, session, events)
 
 
 @router.post(
@@ -142,10 +139,10 @@ def ses_webhook(
     openapi_extra=_openapi("One Postmark webhook record (Bounce, SpamComplaint, SubscriptionChange)."),
 )
 def postmark_webhook(
-    request: Request, session: SessionDep, events: Annotated[Events, Depends(postmark_events)]
+    settings: SettingsDep, session: SessionDep, events: Annotated[Events, Depends(postmark_events)]
 ) -> WebhookAnswer:
     """Postmark's bounce, spam complaint and subscription change webhooks (basic auth or `?token=`)."""
-    return _apply(request, session, events)
+    return _apply(settings, session, events)
 
 
 @router.post(
@@ -154,10 +151,10 @@ def postmark_webhook(
     openapi_extra=_openapi("An array of SendGrid Event Webhook events."),
 )
 def sendgrid_webhook(
-    request: Request, session: SessionDep, events: Annotated[Events, Depends(sendgrid_events)]
+    settings: SettingsDep, session: SessionDep, events: Annotated[Events, Depends(sendgrid_events)]
 ) -> WebhookAnswer:
     """SendGrid's signed Event Webhook (bounce, blocked, dropped, deferred, spamreport, unsubscribe)."""
-    return _apply(request, session, events)
+    return _apply(settings, session, events)
 
 
 @router.post(
@@ -166,7 +163,7 @@ def sendgrid_webhook(
     openapi_extra=_openapi("One Mailgun webhook: its `signature` and `event-data`."),
 )
 def mailgun_webhook(
-    request: Request, session: SessionDep, events: Annotated[Events, Depends(mailgun_events)]
+    settings: SettingsDep, session: SessionDep, events: Annotated[Events, Depends(mailgun_events)]
 ) -> WebhookAnswer:
     """Mailgun's webhooks (failed, complained, unsubscribed), signed with the webhook signing key."""
-    return _apply(request, session, events)
+    return _apply(settings, session, events)

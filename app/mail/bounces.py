@@ -22,11 +22,15 @@ What the relay is to send (SendFox's documents have no such route; docs/email-ap
   email; otherwise the most recently sent deliverable to that address (in any account). A report that
   finds none is ignored: unknown addresses, never-emailed contacts, foreign message ids.
 - A hard bounce sets the deliverable's bounced_at (and its state `sent` becomes `bounced`) and the
-  contact's bounced_at, and cancels the contact's queued emails; then every campaign that got a hard
-  bounce is checked against the bounce rule (TIDINGS_BOUNCE_STOP_RATE after
-  TIDINGS_BOUNCE_STOP_MIN_SENT attempted emails) and halted past it. A soft bounce is counted as
-  processed and changes nothing: the relay retries, and a later hard bounce settles it.
-- A complaint sets the deliverable's spam_at and unsubscribes the contact; unsubscribe unsubscribes.
+  contact's bounced_at, puts the address on the account's suppression list (suppression_service.py)
+  and cancels the contact's queued emails. A soft bounce is counted as processed and changes nothing:
+  the relay retries, and a later hard bounce settles it.
+- A complaint sets the deliverable's spam_at (the campaign's stats count it as `spam_count`),
+  unsubscribes the contact and puts the address on the suppression list; unsubscribe unsubscribes.
+- Then every campaign that got a hard bounce or a complaint is checked against the stop rule
+  (`BounceRule`: TIDINGS_BOUNCE_STOP_RATE of at least TIDINGS_BOUNCE_STOP_MIN_SENT attempted emails
+  bounced, or TIDINGS_COMPLAINT_STOP_RATE of at least TIDINGS_COMPLAINT_STOP_MIN_SENT delivered emails
+  complained) and halted past it.
   The deliverable's unsubscribed_at is set when the report is what unsubscribed the contact.
 - Every stamp is set once: a repeated report changes nothing (and still counts as processed).
 - Answer: 200 `{"processed": n, "ignored": m}`, n + m being the number of reports.
@@ -52,6 +56,7 @@ from app.mail.events.emit import ContactEvent, emit_per_account
 from app.mail.events.types import EventType
 from app.mail.input import laravel_errors
 from app.mail.sending.queue import BounceRule, stop_bouncing_campaigns
+from app.mail.suppression_service import suppress_contacts
 from app.models import Contact, Deliverable
 
 MAX_REPORTS = 1000
@@ -137,10 +142,11 @@ def apply_reports(session: Session, reports: Sequence[Report], now: datetime, ru
     complaints = [t for r, t in found if r.type == "complaint"]
     leaving = [t for r, t in found if r.type in ("complaint", "unsubscribe")]
     if hard:
-        _hard_bounces(session, hard, now, rule)
+        _hard_bounces(session, hard, now)
     if complaints:
         stamped = _stamp_once(session, Deliverable.spam_at, [t.deliverable_id for t in complaints], now)
         _tell(session, EventType.CONTACT_COMPLAINED, stamped, now)
+        suppress_contacts(session, [t.contact_id for t in complaints], "complaint", now)
     if leaving:
         changed = set(unsubscribe_contacts(session, sorted({t.contact_id for t in leaving}), now))
         # The first report about each contact that unsubscribed it names the email that made it leave.
@@ -149,10 +155,12 @@ def apply_reports(session: Session, reports: Sequence[Report], now: datetime, ru
             if target.contact_id in changed:
                 first_by_contact.setdefault(target.contact_id, target.deliverable_id)
         _stamp_once(session, Deliverable.unsubscribed_at, list(first_by_contact.values()), now)
+    if hard or complaints:
+        stop_bouncing_campaigns(session, {t.campaign_id for t in [*hard, *complaints]}, now, rule)
     return Applied(processed=len(found), ignored=len(reports) - len(found))
 
 
-def _hard_bounces(session: Session, targets: list[Target], now: datetime, rule: BounceRule) -> None:
+def _hard_bounces(session: Session, targets: list[Target], now: datetime) -> None:
     ids = sorted({t.deliverable_id for t in targets})
     _tell(session, EventType.CONTACT_BOUNCED, _stamp_once(session, Deliverable.bounced_at, ids, now), now)
     session.execute(
@@ -168,8 +176,8 @@ def _hard_bounces(session: Session, targets: list[Target], now: datetime, rule: 
         .values(bounced_at=now, updated_at=now)
         .execution_options(synchronize_session=False)
     )
+    suppress_contacts(session, contact_ids, "bounce", now)
     cancel_queued(session, *contact_ids)
-    stop_bouncing_campaigns(session, {t.campaign_id for t in targets}, now, rule)
 
 
 def _stamp_once(session: Session, column: Any, deliverable_ids: Iterable[int], now: datetime) -> list[Any]:

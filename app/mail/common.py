@@ -10,7 +10,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from app.kit.errors import NotFound, ValidationFailed
-from app.kit.pagination import PageAnchors, PageRequest, page_envelope, parse_page
+from app.kit.pagination import PageRequest, page_envelope, parse_page
 from app.models import ContactList
 
 RowT = TypeVar("RowT")
@@ -45,44 +45,6 @@ def paginate(
     if total is None:
         total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
     rows = list(session.scalars(page_query(query, page))) if page.offset < total else []
-    return paged_for(request, rows, page, total)
-
-
-def paginate_rows(
-    session: Session,
-    request: Request,
-    query: Select[Any],
-    id_column: Any,
-    per_page: int,
-    *,
-    total: int | None = None,
-    anchors: PageAnchors | None = None,
-    anchor_key: tuple[Any, ...] | None = None,
-) -> Paged[Any]:
-    """One page of a column query ordered by `id_column` ascending, as rows.
-
-    Past page 1 the page is read as `id >= first id of the page`: the first id comes from `anchors`
-    when this listing (`anchor_key`, which must carry its version) was paged before, else from one
-    index-only OFFSET query, and is remembered for next time.
-    """
-    page = parse_page(request.query_params.get("page"), per_page)
-    if total is None:
-        total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
-    rows: list[Any] = []
-    if page.offset < total:
-        # Core execution on the session's connection: the rows need none of the ORM's machinery.
-        connection = session.connection()
-        if page.offset == 0:
-            rows = list(connection.execute(query.limit(per_page)))
-        else:
-            key = (*anchor_key, page.page) if anchors is not None and anchor_key is not None else None
-            first_id = anchors.get(key) if anchors is not None and key is not None else None
-            if first_id is None:
-                first_id = connection.scalar(query.with_only_columns(id_column).offset(page.offset).limit(1))
-                if first_id is not None and anchors is not None and key is not None:
-                    anchors.put(key, first_id)
-            if first_id is not None:
-                rows = list(connection.execute(query.where(id_column >= first_id).limit(per_page)))
     return paged_for(request, rows, page, total)
 
 

@@ -8,9 +8,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
+from starlette.background import BackgroundTask
 
-from app.config import Settings
-from app.db import SessionDep, transaction
+from app.db import ReadSessionDep, SessionDep, WriteSessionDep
+from app.identity.token_lookup import forget_accounts
 from app.kit.errors import DomainError
 from app.mail.contact_service import ContactLimitExceeded
 from app.mail.hosted_form_pages import (
@@ -30,11 +31,11 @@ from app.mail.hosted_form_service import (
     log,
     open_form,
     parse_form_id,
-    read_open_form,
     read_submission,
     request_signup,
 )
 from app.mail.sending.tokens import MailTokens
+from app.state import SettingsDep, app_state
 
 # Pages for people, not API operations: kept out of the email API's OpenAPI document.
 router = APIRouter(include_in_schema=False)
@@ -50,17 +51,20 @@ def show_form(id: str, session: SessionDep) -> HTMLResponse:
 
 
 @router.post("/f/{id}", response_class=HTMLResponse)
-async def submit_form(id: str, request: Request) -> HTMLResponse:
+async def submit_form(
+    id: str, request: Request, session: ReadSessionDep, settings: SettingsDep
+) -> HTMLResponse:
     form_id = parse_form_id(id)
-    state = request.app.state
-    # No SessionDep: a POST's session would be a writer's (BEGIN IMMEDIATE on SQLite) and this only reads.
-    form = await run_in_threadpool(read_open_form, state.read_session_factory, form_id) if form_id else None
+    # A reader's session: a POST's would be a writer's (BEGIN IMMEDIATE on SQLite), and this only reads
+    # before it sends the confirmation email.
+    form = await run_in_threadpool(open_form, session, form_id) if form_id else None
     if form is None:
         return not_found_page()
     raw: dict[str, Any] = {}
     try:
         raw = await read_submission(request)
-        signup = await request_signup(state.settings, state.form_limits, form, raw, client_address(request))
+        limits = app_state(request).form_limits
+        signup = await request_signup(settings, limits, form, raw, client_address(request))
     except DomainError as refused:
         return form_page(
             form, raw, refused.errors or {"form": [refused.message]}, refused.status, refused.headers
@@ -69,8 +73,7 @@ async def submit_form(id: str, request: Request) -> HTMLResponse:
 
 
 @router.get("/f/confirm/{token}", response_class=HTMLResponse)
-def confirm(token: str, request: Request) -> HTMLResponse:
-    settings: Settings = request.app.state.settings
+def confirm(token: str, request: Request, session: WriteSessionDep, settings: SettingsDep) -> HTMLResponse:
     found = (
         MailTokens(settings.resolved_secret_key).read_confirm_issued(token)
         if TOKEN.fullmatch(token)
@@ -79,12 +82,12 @@ def confirm(token: str, request: Request) -> HTMLResponse:
     if found is None:
         return invalid_link_page()
     signup, issued_at = found
-    # Opened from an email, so it is a GET that writes: its transaction is a writer's, not the read-only
-    # (autocommit on PostgreSQL) session a GET gets from SessionDep.
+    # Opened from an email, so it is a GET that writes: its session is a writer's (WriteSessionDep), not
+    # the read-only one (autocommit on PostgreSQL) a GET gets from SessionDep.
     try:
-        with transaction(request.app.state.write_session_factory) as session:
-            confirmation = confirm_signup(session, signup, issued_at, ip_or_none(client_address(request)))
+        confirmation = confirm_signup(session, signup, issued_at, ip_or_none(client_address(request)))
     except ContactLimitExceeded:
+        # Refused before anything was written: the request's transaction ends with nothing to commit.
         log.warning(
             "form %s: the account is at its contact limit; a confirmed sign-up was refused", signup.form_id
         )
@@ -94,11 +97,15 @@ def confirm(token: str, request: Request) -> HTMLResponse:
             402,
         )
     form = confirmation.form
-    if confirmation.outcome is Confirmed.SUBSCRIBED and form is not None:
-        # As after the API's own writes: the owner's next read (GET /me) must not show a remembered count.
-        request.app.state.token_lookup.forget_account(form.account_id)
     if confirmation.outcome is Confirmed.GONE or form is None:
         return not_found_page()
     if confirmation.outcome is Confirmed.STALE:
         return page("forms/stale.html", 410, form_url=form_url(settings, form.id))
-    return page("forms/subscribed.html", email=signup.email, form_title=form.title)
+    done = page("forms/subscribed.html", email=signup.email, form_title=form.title)
+    if confirmation.outcome is Confirmed.SUBSCRIBED:
+        # As after the API's own writes: the owner's next read (GET /me) must not show a remembered
+        # count. Forgotten now, and again once the subscription is committed (as the token pages do).
+        lookup = app_state(request).token_lookup
+        lookup.forget_account(form.account_id)
+        done.background = BackgroundTask(forget_accounts, lookup, [form.account_id])
+    return done

@@ -50,7 +50,7 @@ from urllib.parse import parse_qsl
 
 from fastapi import Request
 from sqlalchemy import select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.identity.principal import principal_of
@@ -143,11 +143,6 @@ def open_form(session: Session, form_id: int) -> PublicForm | None:
         owner_email=owner.email if owner else None,
         owner_name=owner.name if owner else None,
     )
-
-
-def read_open_form(factory: sessionmaker[Session], form_id: int) -> PublicForm | None:
-    with factory() as session:
-        return open_form(session, form_id)
 
 
 class BodyProblem(DomainError):

@@ -13,7 +13,7 @@ from app.identity.principal import Principal
 from app.kit.errors import Conflict, DomainError, NotFound
 from app.kit.time import utcnow
 from app.mail.common import owned, paginate
-from app.mail.contact_service import contact_listing, live_contacts, search
+from app.mail.contact_service import contacts_listing, contacts_page
 from app.mail.specs import ContactFilter
 from app.mail.stats import list_averages
 from app.models import Automation, AutomationTrigger, Contact, ContactList, Form, FormList, ListMembership
@@ -130,10 +130,8 @@ def list_contacts(
     request: Request, session: Session, principal: Principal, list_id: int, filters: ContactFilter
 ) -> Response:
     """GET /lists/{id}/contacts: a page of the list's live contacts."""
-    query = search(live_contacts(principal.account.id), filters.query).where(
-        Contact.id.in_(select(ListMembership.contact_id).where(ListMembership.list_id == list_id))
-    )
-    return contact_listing(session, request, query.order_by(Contact.id))
+    listing = contacts_listing(principal.account, ContactFilter(query=filters.query), list_id=list_id)
+    return contacts_page(session, request, listing)
 
 
 def remove_from_list(session: Session, principal: Principal, list_id: int, contact_id: int) -> Contact:

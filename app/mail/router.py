@@ -14,6 +14,7 @@ from app.mail import (
     hosted_form_routes,
     list_routes,
     me_routes,
+    suppression_routes,
     tracking_routes,
     webhook_routes,
 )
@@ -29,6 +30,7 @@ mail_routers: list[APIRouter] = [
         form_routes,
         field_routes,
         hosted_form_routes,
+        suppression_routes,
         tracking_routes,
         bounce_routes,
         webhook_routes,

@@ -50,7 +50,7 @@ SendingStateField = Annotated[
     Field(
         description="Beyond SendFox: `draft` (not asked to send), `queued` (scheduled, not started), "
         "`sending` (emails still queued or in flight), `sent` (every email sent, failed or cancelled), "
-        "`halted` (stopped by its bounce rate)."
+        "`halted` (stopped by its bounce or complaint rate)."
     ),
 ]
 RecipientsTotal = Annotated[
@@ -174,6 +174,27 @@ class ContactFieldOut(Out):
 class BatchResultOut(BaseModel):
     created: int
     updated: int
+
+
+class SuppressionOut(Out):
+    """Beyond SendFox: an address of the account's suppression list."""
+
+    id: int
+    email: str
+    reason: Annotated[
+        Literal["api", "bounce", "complaint"],
+        Field(
+            description="`api` (added by POST /suppressions), `bounce` (a hard bounce), `complaint` (spam)."
+        ),
+    ]
+    created_at: Timestamp
+
+
+class SuppressionsAddedOut(BaseModel):
+    """Beyond SendFox: how many addresses POST /suppressions added, and how many were listed already."""
+
+    created: int
+    existing: int
 
 
 class MessageOut(BaseModel):

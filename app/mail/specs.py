@@ -118,6 +118,18 @@ class EmailOnly(BaseModel):
     email: ContactEmail
 
 
+class SuppressionCreate(BaseModel):
+    """POST /suppressions: one address (`email`), several (`emails`, at most 1000), or both."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    email: ContactEmail | None = None
+    emails: Annotated[list[ContactEmail], BeforeValidator(as_list), Field(max_length=MAX_BATCH)] = []
+
+    def addresses(self) -> list[str]:
+        return [*([self.email] if self.email is not None else []), *self.emails]
+
+
 class ListCreate(BaseModel):
     model_config = ConfigDict(extra="ignore")
 

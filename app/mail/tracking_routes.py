@@ -35,6 +35,7 @@ from app.mail.bounces import Report, apply_reports, parse_reports
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import MailTokens
 from app.mail.tracking_service import Sender, record_click, record_open, sender_of, unsubscribe_by_link
+from app.state import SettingsDep, app_state
 
 # The smallest transparent GIF (42 bytes).
 PIXEL = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")
@@ -60,7 +61,7 @@ def mail_tokens(secret_key: str) -> MailTokens:
 
 
 def tokens_of(request: Request) -> MailTokens:
-    return mail_tokens(request.app.state.settings.resolved_secret_key)
+    return mail_tokens(app_state(request).settings.resolved_secret_key)
 
 
 # ---------------------------------------------------------------------------------------------- pages
@@ -131,7 +132,7 @@ def unsubscribe_one_click(token: str, request: Request, session: SessionDep) -> 
 async def bounce_reports(request: Request) -> list[Report]:
     """The webhook's caller checked, then its body parsed (nothing is read from a caller without the
     secret)."""
-    secret: str = request.app.state.settings.bounce_webhook_secret
+    secret = app_state(request).settings.bounce_webhook_secret
     if not secret:
         raise NotFound("Not Found.")
     given = bearer_token(request) or ""
@@ -147,9 +148,8 @@ def _digest(value: str) -> bytes:
 
 @router.post("/webhooks/bounces")
 def bounce_webhook(
-    request: Request, session: SessionDep, reports: Annotated[list[Report], Depends(bounce_reports)]
+    settings: SettingsDep, session: SessionDep, reports: Annotated[list[Report], Depends(bounce_reports)]
 ) -> dict[str, int]:
-    settings = request.app.state.settings
-    rule = BounceRule(settings.bounce_stop_rate, settings.bounce_stop_min_sent)
+    rule = BounceRule.from_settings(settings)
     applied = apply_reports(session, reports, utcnow(), rule)
     return {"processed": applied.processed, "ignored": applied.ignored}

@@ -9,6 +9,7 @@ from app.models.forms import Form, FormList
 from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, User, UserSession
 from app.models.lists import ContactList
 from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
+from app.models.suppressions import SUPPRESSION_REASONS, Suppression
 from app.models.telemetry import TelemetrySetting
 from app.models.watch_runs import (
     DELIVERY_STATES,
@@ -36,6 +37,7 @@ __all__ = [
     "PLANS",
     "RUN_STATES",
     "SOURCE_KINDS",
+    "SUPPRESSION_REASONS",
     "TERMINAL_RUN_STATES",
     "TRIGGER_TYPES",
     "Account",
@@ -62,6 +64,7 @@ __all__ = [
     "OAuthToken",
     "PersonalToken",
     "Source",
+    "Suppression",
     "TelemetrySetting",
     "User",
     "UserSession",

@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import yaml
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -22,6 +23,7 @@ from app.config import Settings
 from app.db import transaction
 from app.kit.time import utcnow
 from app.mail.events.delivery import EventDelivery
+from app.mail.events.described import CampaignEvent, ContactEvent
 from app.mail.events.queue import MAX_ATTEMPTS, RETRY_DELAYS, claim_events, take_back_stale
 from app.mail.sending.tokens import MailTokens
 from app.mail.webhook_service import MAX_WEBHOOKS_PER_ACCOUNT
@@ -74,8 +76,18 @@ def received(upstream: Upstream, secret: str, path: str = "/hook") -> list[dict[
     """Every body the receiver got, each verified by the library (which raises on a bad signature)."""
     bodies = []
     for seen in upstream.requests_to(path):
-        bodies.append(Webhook(secret).verify(seen.body, seen.headers))
+        body = Webhook(secret).verify(seen.body, seen.headers)
+        assert_described(body)
+        bodies.append(body)
     return bodies
+
+
+def assert_described(body: dict[str, Any]) -> None:
+    """The body is what the OpenAPI document's `webhooks` say: its model validates it, with no key the
+    model does not declare."""
+    model = CampaignEvent if body["type"] == "campaign.sent" else ContactEvent
+    parsed = model.model_validate(body)
+    assert parsed.model_dump(exclude_unset=True) == body
 
 
 def sent_email(db: Session, user: ApiUser, email: str = "ann@example.com") -> tuple[int, int, int]:
@@ -453,3 +465,18 @@ def test_a_private_address_is_refused_unless_allowed(
     assert upstream.requests_to("/hook") == []
     db.expire_all()
     assert db.scalars(select(WebhookEvent.state)).all() == ["failed"]
+
+
+def test_the_openapi_document_describes_every_event(client: TestClient) -> None:
+    document = yaml.safe_load(client.get("/openapi.yaml").text)
+    assert sorted(document["webhooks"]) == sorted(ALL_EVENTS)
+    for described in document["webhooks"].values():
+        operation = described["post"]
+        assert [p["name"] for p in operation["parameters"]] == [
+            "webhook-id",
+            "webhook-timestamp",
+            "webhook-signature",
+        ]
+        assert operation["x-tidings-extension"] is True
+        ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        assert ref.rsplit("/", 1)[1] in document["components"]["schemas"]

@@ -314,6 +314,15 @@ ROUTES = [
     Route("POST", "/lists", 400, 200, {"name": "Another"}, (("name", TEXT),), "name"),
     Route(
         "POST",
+        "/suppressions",
+        422,
+        200,
+        {"email": "stop@example.com"},
+        (("email", CONTACT_EMAIL),),
+        "email",
+    ),
+    Route(
+        "POST",
         "/campaigns",
         422,
         201,

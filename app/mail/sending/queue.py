@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import (
     ColumnElement,
@@ -36,6 +36,7 @@ from sqlalchemy.sql.dml import Update
 
 from app.db import among, skip_locked, upsert
 from app.kit.time import account_zone, local_day, start_of_next_day
+from app.mail.suppression_service import not_suppressed, suppress_contacts
 from app.models import (
     Account,
     Automation,
@@ -47,8 +48,12 @@ from app.models import (
     ContactList,
     Deliverable,
     ListMembership,
+    Suppression,
 )
 from app.models.base import UTCDateTime
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 # A fan-out of at least this many rows is followed by ANALYZE on PostgreSQL (see fan_out_due_campaigns).
 ANALYZE_AFTER_FAN_OUT = 5000
@@ -104,7 +109,8 @@ def aware(moment: datetime) -> datetime:
 
 
 def recipients_of(campaign_id: int, account_id: int) -> ColumnElement[bool]:
-    """Subscribed, live, never-bounced contacts in any live list of the campaign, each once."""
+    """Subscribed, live, never-bounced contacts in any live list of the campaign, each once, whose
+    address is not on the account's suppression list."""
     in_lists = (
         select(ListMembership.contact_id)
         .join(CampaignList, CampaignList.list_id == ListMembership.list_id)
@@ -120,6 +126,7 @@ def recipients_of(campaign_id: int, account_id: int) -> ColumnElement[bool]:
         Contact.deleted_at.is_(None),
         Contact.unsubscribed_at.is_(None),
         Contact.bounced_at.is_(None),
+        not_suppressed(account_id, Contact.email_key),
         exists(in_lists),
     )
 
@@ -206,11 +213,29 @@ def claim_batch(
     """Take up to `size` due deliverables: mark them `sending` under a lease and return what to send.
     With `load_fields` False, `fields` stays empty (the caller loads them if a template needs them).
 
-    Rows of a contact that can no longer receive (unsubscribed, bounced, deleted) are cancelled here;
+    Rows of a contact that can no longer receive (unsubscribed, bounced, deleted, its address
+    suppressed since the row was queued) are cancelled here;
     rows of a paused automation stay queued. Pacing and the daily cap move rows they hold back to
     a later `send_after` instead of leaving them to be claimed again at once.
     """
     now = aware(now)
+    rows = _due_rows(session, now, size)
+    if not rows:
+        return []
+    _cancel_unreachable(session, rows, now)
+    lease_until = now + limits.lease
+    fields = custom_fields_of(session, [row[3] for row in rows if row[-1]]) if load_fields else {}
+    allowed, deferred = _apply_account_limits(session, _claims_of(rows, fields, lease_until), now, limits)
+    _defer(session, deferred, now)
+    if not allowed:
+        return []
+    _mark_sending(session, allowed, lease_until, now)
+    return allowed
+
+
+def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
+    """Up to `size` due deliverables, locked, in queue order, each with its contact's address and names
+    and whether the contact can still receive (the last column)."""
     # Campaigns of paused automations, usually none, looked up first so that the claim below filters
     # on the deliverables' own columns: PostgreSQL misjudges a NOT EXISTS there and sorts the whole
     # queue instead of reading its index in order.
@@ -242,9 +267,12 @@ def claim_batch(
         .subquery("head")
     )
     sendable = and_(
-        Contact.deleted_at.is_(None), Contact.unsubscribed_at.is_(None), Contact.bounced_at.is_(None)
+        Contact.deleted_at.is_(None),
+        Contact.unsubscribed_at.is_(None),
+        Contact.bounced_at.is_(None),
+        Suppression.id.is_(None),
     )
-    rows = session.execute(
+    return session.execute(
         select(
             head.c.id,
             head.c.account_id,
@@ -257,10 +285,16 @@ def claim_batch(
             sendable.label("sendable"),
         )
         .join(Contact, Contact.id == head.c.contact_id)
+        .outerjoin(
+            Suppression,
+            and_(Suppression.account_id == head.c.account_id, Suppression.email_key == Contact.email_key),
+        )
         .order_by(head.c.send_after, head.c.id)
     ).all()
-    if not rows:
-        return []
+
+
+def _cancel_unreachable(session: Session, rows: Sequence[Any], now: datetime) -> None:
+    """Cancel the rows whose contact can no longer receive email."""
     cancelled = [row[0] for row in rows if not row[-1]]
     if cancelled:
         session.execute(
@@ -269,10 +303,14 @@ def claim_batch(
             .values(state="cancelled", error="contact can no longer receive email", updated_at=now)
             .execution_options(synchronize_session=False)
         )
-    lease_until = now + limits.lease
-    fields = custom_fields_of(session, [row[3] for row in rows if row[-1]]) if load_fields else {}
+
+
+def _claims_of(
+    rows: Sequence[Any], fields: dict[int, dict[str, str]], lease_until: datetime
+) -> list[Claimed]:
+    """What to send for each row whose contact can still receive."""
     # Unpacked by position: named access to 200 rows' columns costs more than the rest of this loop.
-    candidates = [
+    return [
         Claimed(
             row_id,
             account,
@@ -288,21 +326,25 @@ def claim_batch(
         for row_id, account, campaign, contact, tries, email, first, last, sendable in rows
         if sendable
     ]
-    allowed, deferred = _apply_account_limits(session, candidates, now, limits)
+
+
+def _defer(session: Session, deferred: list[tuple[int, datetime]], now: datetime) -> None:
+    """Move the rows pacing or the daily cap hold back to their later `send_after`."""
     if deferred:
         session.execute(
             update(Deliverable),
             [{"id": row_id, "send_after": moment, "updated_at": now} for row_id, moment in deferred],
         )
-    if not allowed:
-        return []
+
+
+def _mark_sending(session: Session, allowed: list[Claimed], lease_until: datetime, now: datetime) -> None:
+    """The claimed rows become `sending` under the lease, one attempt more."""
     session.execute(
         update(Deliverable)
         .where(among(session, Deliverable.id, [claimed.deliverable_id for claimed in allowed], Integer()))
         .values(state="sending", lease_until=lease_until, attempts=Deliverable.attempts + 1, updated_at=now)
         .execution_options(synchronize_session=False)  # no Deliverable objects in this session to update
     )
-    return allowed
 
 
 def _apply_account_limits(
@@ -425,6 +467,7 @@ def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime
             .where(Contact.id.in_(bounced_contacts), Contact.bounced_at.is_(None))
             .values(bounced_at=now, updated_at=now)
         )
+        suppress_contacts(session, bounced_contacts, "bounce", now)
         stop_bouncing_campaigns(
             session, {o.campaign_id for o in outcomes if o.result == "bounced"}, now, rule
         )
@@ -507,38 +550,67 @@ def _update_each(
 
 @dataclass(frozen=True, slots=True)
 class BounceRule:
-    """A running campaign stops once more than `rate` of at least `min_sent` attempted emails bounced."""
+    """A running campaign stops once more than `rate` of at least `min_sent` attempted emails bounced,
+    or once more than `complaint_rate` of at least `complaint_min_sent` delivered emails (sent and not
+    bounced) drew a spam complaint."""
 
     rate: float = 0.1
     min_sent: int = 50
+    complaint_rate: float = 0.001
+    complaint_min_sent: int = 1000
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> BounceRule:
+        return cls(
+            settings.bounce_stop_rate,
+            settings.bounce_stop_min_sent,
+            settings.complaint_stop_rate,
+            settings.complaint_stop_min_sent,
+        )
+
+
+def _past(count: int, of: int, rate: float, at_least: int) -> bool:
+    """More than `rate` of `of` emails, once there are at least `at_least` of them."""
+    return of > 0 and of >= at_least and count / of > rate
+
+
+def _percent(rate: float) -> str:
+    return f"{rate * 100:g}%"
 
 
 def stop_bouncing_campaigns(
     session: Session, campaign_ids: Iterable[int], now: datetime, rule: BounceRule
 ) -> list[int]:
-    """Halt each running campaign whose bounce rate passed the threshold: cancel what is still queued."""
+    """Halt each running campaign whose bounce rate or complaint rate passed its threshold: cancel what
+    is still queued."""
     ids = sorted(set(campaign_ids))
     if not ids:
         return []
-    stopped: list[int] = []
+    reasons: dict[int, str] = {}
     bounced_unsent = and_(Deliverable.state == "bounced", Deliverable.sent_at.is_(None))
-    for campaign_id, sent, bounced in session.execute(
+    for campaign_id, attempted, bounced, delivered, complaints in session.execute(
         select(
             Deliverable.campaign_id,
             # Refused at the SMTP dialogue: bounced without ever being sent.
             func.count(Deliverable.sent_at) + func.count(case((bounced_unsent, 1))),
             func.count(Deliverable.bounced_at),
+            func.count(case((and_(Deliverable.sent_at.is_not(None), Deliverable.bounced_at.is_(None)), 1))),
+            func.count(Deliverable.spam_at),
         )
         .where(Deliverable.campaign_id.in_(ids))
         .group_by(Deliverable.campaign_id)
         # Only a campaign still sending can stop: a late bounce report leaves a finished one alone.
         .having(func.count(case((Deliverable.state.in_(("queued", "sending")), 1))) > 0)
     ):
-        attempted = int(sent)
-        if attempted >= rule.min_sent and bounced / attempted > rule.rate:
-            stopped.append(campaign_id)
-    if stopped:
-        reason = f"stopped: more than {rule.rate:.0%} of its emails bounced"
+        if _past(bounced, attempted, rule.rate, rule.min_sent):
+            reasons[campaign_id] = f"stopped: more than {_percent(rule.rate)} of its emails bounced"
+        elif _past(complaints, delivered, rule.complaint_rate, rule.complaint_min_sent):
+            reasons[campaign_id] = (
+                f"stopped: more than {_percent(rule.complaint_rate)} of its delivered emails were "
+                "reported as spam"
+            )
+    for reason in set(reasons.values()):
+        stopped = sorted(campaign_id for campaign_id, why in reasons.items() if why == reason)
         session.execute(
             update(Campaign)
             .where(Campaign.id.in_(stopped), Campaign.halted_at.is_(None))
@@ -549,7 +621,7 @@ def stop_bouncing_campaigns(
             .where(Deliverable.campaign_id.in_(stopped), Deliverable.state == "queued")
             .values(state="cancelled", error=reason, updated_at=now)
         )
-    return stopped
+    return sorted(reasons)
 
 
 def release_expired_leases(session: Session, now: datetime) -> int:

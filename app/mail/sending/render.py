@@ -48,6 +48,8 @@ BASE64_LINE = 76
 # The slices that cut base64 into lines, made once (enough for a 300 KB part; longer ones slice as they go).
 BASE64_LINES = [slice(start, start + BASE64_LINE) for start in range(0, 400_000, BASE64_LINE)]
 WHITESPACE = re.compile(r"\s+")
+# The local part of a VERP envelope sender before its token.
+VERP_PREFIX = "bounces+"
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +203,16 @@ def compile_campaign(
     )
 
 
-def render(compiled: CompiledCampaign, recipient: Recipient, tokens: MailTokens, base_url: str) -> Rendered:
+def render(
+    compiled: CompiledCampaign,
+    recipient: Recipient,
+    tokens: MailTokens,
+    base_url: str,
+    bounce_domain: str = "",
+) -> Rendered:
+    """The email for one recipient. With a bounce domain (TIDINGS_BOUNCE_DOMAIN), its envelope sender
+    is the VERP address `bounces+<signed deliverable id>@<bounce domain>`, so a bounce names the email it
+    is about (app/mail/bounce_mailbox.py); without one, the campaign's from address."""
     deliverable_id = recipient.deliverable_id
     values = _values(recipient)
     unsubscribe_url = f"{base_url}/u/{tokens.unsubscribe_token(deliverable_id)}"
@@ -233,7 +244,12 @@ def render(compiled: CompiledCampaign, recipient: Recipient, tokens: MailTokens,
         "MIME-Version: 1.0",
     ]
     message = multipart_alternative(headers, text_body, html_body)
-    return Rendered(compiled.from_email, to_email, message, message_id)
+    envelope_from = (
+        f"{VERP_PREFIX}{tokens.verp_token(deliverable_id)}@{bounce_domain}"
+        if bounce_domain
+        else compiled.from_email
+    )
+    return Rendered(envelope_from, to_email, message, message_id)
 
 
 def multipart_alternative(headers: list[str], text_body: str, html_body: str) -> bytes:

@@ -54,6 +54,8 @@ class SendConfig:
     bounce_rule: BounceRule
     # Emails of a batch in flight at once (the SMTP pool's size: more would only wait for a connection).
     concurrency: int = 8
+    # TIDINGS_BOUNCE_DOMAIN: VERP envelope senders at this domain; empty: the campaign's from address.
+    bounce_domain: str = ""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SendConfig:
@@ -65,8 +67,9 @@ class SendConfig:
                 daily_send_limit=settings.daily_send_limit,
                 lease=timedelta(seconds=settings.send_lease_seconds),
             ),
-            bounce_rule=BounceRule(settings.bounce_stop_rate, settings.bounce_stop_min_sent),
+            bounce_rule=BounceRule.from_settings(settings),
             concurrency=settings.send_concurrency,
+            bounce_domain=settings.bounce_domain,
         )
 
     @property
@@ -236,7 +239,9 @@ class SendWorker:
             recipient = Recipient(
                 item.deliverable_id, item.email, item.first_name, item.last_name, item.fields
             )
-            rendered = render(compiled, recipient, self.tokens, self.config.base_url)
+            rendered = render(
+                compiled, recipient, self.tokens, self.config.base_url, self.config.bounce_domain
+            )
         except Exception as exc:  # one broken email never stops the rest of the campaign
             log.exception("could not render deliverable %s", item.deliverable_id)
             return outcome("failed", error=f"render: {exc}"[:1000])

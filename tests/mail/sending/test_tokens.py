@@ -36,3 +36,30 @@ def test_a_token_of_one_kind_or_key_is_refused_as_another() -> None:
     assert TOKENS.read_open(TOKENS.unsubscribe_token(5)) is None
     assert TOKENS.read_click(TOKENS.open_token(5)) is None
     assert MailTokens("another-secret-key-long-enough-to-sign!").read_open(TOKENS.open_token(5)) is None
+
+
+def test_verp_tokens_are_a_truncated_hmac_sha256_read_back_in_any_case() -> None:
+    import hashlib
+    import hmac
+
+    secret = "verp-secret-key-long-enough-to-sign-things"
+    tokens = MailTokens(secret)
+    key = hashlib.sha256(b"tidings.verp\0" + secret.encode()).digest()
+    for deliverable_id in (1, 42, 2**31 - 1):
+        token = tokens.verp_token(deliverable_id)
+        mac = hmac.new(key, str(deliverable_id).encode(), "sha256").hexdigest()[:12]
+        assert token == f"{deliverable_id}-{mac}"
+        assert tokens.read_verp(token) == tokens.read_verp(token.upper()) == deliverable_id
+    token = tokens.verp_token(42)
+    for forged in (
+        f"43-{token[3:]}",
+        f"42-{'0' * 12}",
+        token[:-1],
+        token + "0",
+        f"{2**31}-{token[3:]}",
+        "",
+        "42",
+        "0-000000000000",
+    ):
+        assert tokens.read_verp(forged) is None, forged
+    assert MailTokens("another-secret-key-long-enough-to-sign").read_verp(token) is None

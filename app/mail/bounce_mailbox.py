@@ -1,0 +1,276 @@
+"""The bounce mailbox: delivery status notifications (DSNs, RFC 3464) that come back to the VERP envelope
+sender, read and applied to the email they are about.
+
+With TIDINGS_BOUNCE_DOMAIN set, each email leaves with the envelope sender
+`bounces+<deliverable id>-<12 hex digits of HMAC-SHA256>@<domain>` (render.py, tokens.py). A DSN reaches
+Tidings through `tidings bounces ingest` (a Postfix pipe transport) or the IMAP mailbox the worker polls
+(bounce_imap.py); either way `ingest_message` decides:
+
+- Which email: the deliverable named by a VERP address we signed, found in the envelope recipient given
+  by the MTA, else the DSN's Delivered-To, X-Original-To, Envelope-To, To or Return-Path, else the
+  returned original message's headers; failing all of those, the deliverable whose Message-ID the
+  returned original message carries (render.py makes it `<deliverable.campaign.random@host>`, and the
+  whole id must equal the one recorded). A DSN naming neither is ignored: the recipient address alone is
+  not trusted, or anyone could mark any subscriber bounced by mailing the bounce address.
+- What happened, whatever the wording: the `Status` of the message/delivery-status part's recipient
+  blocks (a 5.x.x status: a hard bounce; 4.x.x or `Action: delayed`: a soft bounce; `delivered`,
+  `relayed` and `expanded` are not bounces). A bounce without a delivery-status part (older Exim,
+  qmail, some Exchange servers) is read by GNU Mailman's detectors (`flufl.bounce`): a permanent failure
+  is hard, a temporary one soft.
+- Then it is reported through `bounces.apply_reports` like a webhook report, with the deliverable's own
+  recipient and Message-ID, so the effects (and their idempotence) are the webhook's: docs/email-api.md.
+
+A complaint (ARF, multipart/report; report-type=feedback-report) that reaches the mailbox is recognised
+and ignored here.
+"""
+
+from __future__ import annotations
+
+import base64
+import email
+import email.policy
+import logging
+import quopri
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from email.message import Message
+from typing import Literal
+
+from flufl.bounce import all_failures
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.mail.bounces import MAX_ROW_ID, MESSAGE_ID, Report, apply_reports
+from app.mail.sending.queue import BounceRule
+from app.mail.sending.render import VERP_PREFIX
+from app.mail.sending.tokens import MailTokens
+from app.models import Contact, Deliverable
+
+log = logging.getLogger("tidings.bounces")
+
+# A DSN carries the delivery-status part before the returned message; what lies beyond this is not read
+# (a bounce of a 20 MB email need not be held whole).
+MAX_MESSAGE_BYTES = 1024 * 1024
+VERP_ADDRESS = re.compile(re.escape(VERP_PREFIX) + r"([0-9A-Za-z-]{1,40})@", re.IGNORECASE)
+STATUS = re.compile(r"\b([245])\.\d{1,3}\.\d{1,3}\b")
+# Headers of the DSN, then of the returned message, where MTAs write the address a message came to.
+COPIED_MESSAGE_ID = re.compile(r"^Message-ID:[ \t]*(<[^<>\s]{1,900}>)", re.IGNORECASE | re.MULTILINE)
+RECIPIENT_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "X-Envelope-To", "To", "Return-Path")
+
+Kind = Literal["hard", "soft", "complaint", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Dsn:
+    """What a message says, before the database is asked: its kind, and the ways to find its email."""
+
+    kind: Kind
+    status: str | None
+    verp_deliverable_id: int | None
+    message_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    kind: Kind
+    status: str | None
+    deliverable_id: int | None
+    applied: bool
+
+    def describe(self) -> str:
+        if self.kind == "none":
+            return "ignored: not a bounce"
+        if self.kind == "complaint":
+            return "ignored: a complaint report (ARF)"
+        if self.deliverable_id is None:
+            return f"ignored: a {self.kind} bounce naming no email sent by Tidings"
+        status = f" ({self.status})" if self.status else ""
+        return f"{self.kind} bounce{status} of deliverable {self.deliverable_id}"
+
+
+def parse_message(raw: bytes) -> Message:
+    return email.message_from_bytes(raw[:MAX_MESSAGE_BYTES], policy=email.policy.compat32)
+
+
+def read_dsn(message: Message, tokens: MailTokens, envelope_recipients: Sequence[str] = ()) -> Dsn:
+    """Classify a message and find what names its email; no database."""
+    verp = _verp_deliverable(tokens, _recipient_candidates(message, envelope_recipients))
+    original = _original_headers(message)
+    message_id = original.get("Message-ID") if original is not None else _message_id_in_text(message)
+    report_type = message.get_param("report-type")
+    if (
+        message.get_content_type() == "multipart/report"
+        and isinstance(report_type, str)
+        and report_type.lower() == "feedback-report"
+    ):
+        return Dsn("complaint", None, verp, message_id)
+    kind, status = _status_of(message)
+    return Dsn(kind, status, verp, message_id.strip() if message_id else None)
+
+
+def ingest_message(
+    session: Session,
+    raw: bytes,
+    tokens: MailTokens,
+    now: datetime,
+    rule: BounceRule,
+    envelope_recipients: Sequence[str] = (),
+) -> Ingested:
+    """Read one message from the bounce mailbox and apply it (in the caller's transaction)."""
+    dsn = read_dsn(parse_message(raw), tokens, envelope_recipients)
+    if dsn.kind not in ("hard", "soft"):
+        return Ingested(dsn.kind, dsn.status, None, applied=False)
+    found = _deliverable(session, dsn)
+    if found is None:
+        return Ingested(dsn.kind, dsn.status, None, applied=False)
+    deliverable_id, email_key, message_id = found
+    report = Report(type="bounce", email=email_key, message_id=message_id, bounce_type=dsn.kind)
+    applied = apply_reports(session, [report], now, rule)
+    return Ingested(dsn.kind, dsn.status, deliverable_id, applied=applied.processed == 1)
+
+
+def _deliverable(session: Session, dsn: Dsn) -> tuple[int, str, str | None] | None:
+    """(id, recipient's email key, Message-ID) of the deliverable the DSN is about, or None."""
+    by_message_id = None
+    if dsn.verp_deliverable_id is None and dsn.message_id:
+        match = MESSAGE_ID.fullmatch(dsn.message_id)
+        if match is not None and int(match.group(1)) <= MAX_ROW_ID:
+            by_message_id = int(match.group(1))
+    wanted = dsn.verp_deliverable_id or by_message_id
+    if wanted is None:
+        return None
+    row = session.execute(
+        select(Deliverable.id, Contact.email_key, Deliverable.message_id)
+        .join(Contact, Contact.id == Deliverable.contact_id)
+        .where(Deliverable.id == wanted)
+    ).one_or_none()
+    if row is None:
+        return None
+    if by_message_id is not None and _bare(row.message_id) != _bare(dsn.message_id):
+        return None  # a Message-ID of the right shape that we never sent
+    return row.id, row.email_key, row.message_id
+
+
+def _recipient_candidates(message: Message, envelope_recipients: Sequence[str]) -> Iterable[str]:
+    yield from envelope_recipients
+    for header in RECIPIENT_HEADERS:
+        yield from (str(value) for value in message.get_all(header, []))
+    original = _original_headers(message)
+    if original is not None:
+        for header in ("Return-Path", "Sender", "Errors-To"):
+            yield from (str(value) for value in original.get_all(header, []))
+
+
+def _verp_deliverable(tokens: MailTokens, candidates: Iterable[str]) -> int | None:
+    for candidate in candidates:
+        for match in VERP_ADDRESS.finditer(candidate):
+            deliverable_id = tokens.read_verp(match.group(1))
+            if deliverable_id is not None:
+                return deliverable_id
+    return None
+
+
+def _original_headers(message: Message) -> Message | None:
+    """The returned message's headers: the message/rfc822 or text/rfc822-headers part of a DSN."""
+    for part in message.walk():
+        content_type = part.get_content_type()
+        if content_type in ("message/rfc822", "message/rfc822-headers"):
+            payload = part.get_payload()
+            if isinstance(payload, list) and payload and isinstance(payload[0], Message):
+                return payload[0]
+        elif content_type == "text/rfc822-headers":
+            text = part.get_payload(decode=True)
+            if isinstance(text, bytes):
+                return email.message_from_bytes(text, policy=email.policy.compat32)
+    return None
+
+
+def _message_id_in_text(message: Message) -> str | None:
+    """The returned message's Message-ID in a bounce that copies it as text below its own words
+    (Exim's "------ This is a copy of the message", qmail's "--- Below this line")."""
+    for part in message.walk():
+        if part.get_content_type() != "text/plain":
+            continue
+        body = part.get_payload(decode=True)
+        if isinstance(body, bytes):
+            match = COPIED_MESSAGE_ID.search(body.decode("utf-8", "replace"))
+            if match is not None:
+                return match.group(1)
+    return None
+
+
+def _status_of(message: Message) -> tuple[Kind, str | None]:
+    """The worst outcome among the recipient blocks of the delivery-status parts; flufl.bounce's
+    detectors for a bounce without one."""
+    blocks = [
+        block
+        for part in message.walk()
+        if part.get_content_type() == "message/delivery-status"
+        for block in _status_blocks(part)
+    ]
+    if blocks:
+        outcomes: list[tuple[Kind, str | None]] = []
+        for block in blocks:
+            action = str(block.get("Action", "")).strip().lower()
+            match = STATUS.search(str(block.get("Status", "")))
+            status = match.group(0) if match else None
+            if action in ("delivered", "relayed", "expanded") or (match and match.group(1) == "2"):
+                continue
+            if match is not None:
+                outcomes.append(("hard" if match.group(1) == "5" else "soft", status))
+            elif action == "failed":
+                outcomes.append(("hard", None))
+            elif action == "delayed":
+                outcomes.append(("soft", None))
+        for wanted in ("hard", "soft"):
+            for kind, status in outcomes:
+                if kind == wanted:
+                    return kind, status
+        return "none", None
+    try:
+        temporary, permanent = all_failures(message)
+    except Exception:  # a heuristic detector tripping over odd input: not a bounce we can read
+        log.warning("flufl.bounce could not read a message", exc_info=True)
+        return "none", None
+    if permanent:
+        return "hard", None
+    if temporary:
+        return "soft", None
+    return "none", None
+
+
+def _status_blocks(part: Message) -> list[Message]:
+    """The per-recipient field blocks of a message/delivery-status part (the first is per-message)."""
+    payload = part.get_payload()
+    encoding = str(part.get("Content-Transfer-Encoding", "")).strip().lower()
+    if isinstance(payload, list) and encoding not in ("base64", "quoted-printable"):
+        blocks = [block for block in payload if isinstance(block, Message)]
+    else:  # Exchange encodes the part in base64, which the parser leaves (or parses as) undecoded text
+        if isinstance(payload, list):
+            payload = "\n".join(block.as_string() for block in payload if isinstance(block, Message))
+        data = _decoded(payload, encoding)
+        text = data.decode("utf-8", "replace")
+        blocks = [
+            email.message_from_string(chunk.strip() + "\n", policy=email.policy.compat32)
+            for chunk in re.split(r"\r?\n\s*\r?\n", text)
+            if chunk.strip()
+        ]
+    return [block for block in blocks if block.get("Action") or block.get("Status")]
+
+
+def _decoded(payload: object, encoding: str) -> bytes:
+    text = str(payload)
+    try:
+        if encoding == "base64":
+            return base64.b64decode("".join(text.split()), validate=False)
+        if encoding == "quoted-printable":
+            return quopri.decodestring(text.encode("ascii", "replace"))
+    except ValueError:
+        return b""
+    return text.encode("utf-8", "replace")
+
+
+def _bare(message_id: str | None) -> str:
+    return (message_id or "").strip().strip("<>").lower()
