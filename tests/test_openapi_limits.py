@@ -139,7 +139,10 @@ def sites(
         for name, child in member.get("properties", {}).items():
             yield from sites(document, child, (*steps, (name, member)))
         if member.get("type") == "array" and "items" in member:
-            yield from sites(document, member["items"], (*steps, (0, member)))
+            items = member["items"]
+            if "$ref" not in items:  # an item keeps the title of its list (is_email reads it)
+                items = {"title": member.get("title", ""), **items}
+            yield from sites(document, items, (*steps, (0, member)))
 
 
 def put(document: dict[str, Any], steps: tuple[Step, ...], value: Any) -> Any:
