@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -9,19 +10,17 @@ from typing import Any
 
 import yaml
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
 from app.authroutes import api_auth, v1_auth
-from app.authroutes import schemas as auth_schemas
-from app.feeds import specs as feed_specs
 from app.feeds.router import feed_routers
-from app.feeds.wire import TelemetryInput
+from app.kit.openapi import add_body_schemas, add_model_schemas
+from app.kit.v1_input import is_dry_run, read_cursor
 from app.kit.v1_wire import ErrorOut as FeedErrorOut
-from app.mail import specs
 from app.mail.events.described import events_openapi
 from app.mail.router import mail_router
 from app.mail.schemas import ErrorOut
-from app.models import DeliveryState, RunState
 from app.watches import specs as watch_specs
 from app.watches.router import watch_routers
 
@@ -87,69 +86,15 @@ def _declares(operation: dict[str, Any], status: str) -> bool:
     return bool(schema.get("$ref", "").endswith("/ErrorOut"))
 
 
-# Input is parsed by the routes themselves (JSON, form or query string), so FastAPI cannot see it:
-# the bodies and filters are declared here, next to the document they belong to.
-MAIL_BODIES: dict[tuple[str, str], type[BaseModel]] = {
-    ("post", "/contacts"): specs.ContactCreate,
-    ("patch", "/contacts/{id}"): specs.ContactUpdate,
-    ("post", "/contacts/batch"): specs.ContactBatch,
-    ("patch", "/unsubscribe"): specs.EmailOnly,
-    ("post", "/lists"): specs.ListCreate,
-    ("post", "/campaigns"): specs.CampaignCreate,
-    ("patch", "/campaigns/{id}"): specs.CampaignUpdate,
-    ("post", "/automations"): specs.AutomationCreate,
-    ("patch", "/automations/{id}"): specs.AutomationUpdate,
-    ("post", "/automations/{id}/emails"): specs.AutomationEmailCreate,
-    ("patch", "/automation-emails/{id}"): specs.AutomationEmailUpdate,
-    ("post", "/suppressions"): specs.SuppressionCreate,
-}
-SEARCH = {
-    "name": "query",
-    "in": "query",
-    "required": False,
-    "schema": {"type": "string"},
-    "description": "Search text",
-}
-MAIL_FILTERS: dict[str, list[dict[str, Any]]] = {
-    "/contacts": [
-        SEARCH,
-        {
-            "name": "email",
-            "in": "query",
-            "required": False,
-            "schema": {"type": "string"},
-            "description": "Exact email",
-        },
-        {"name": "unsubscribed", "in": "query", "required": False, "schema": {"type": "boolean"}},
-    ],
-    "/contacts/unsubscribed": [SEARCH],
-    "/lists": [SEARCH],
-    "/lists/{list_id}/contacts": [SEARCH],
-    "/forms": [SEARCH],
-}
 PAGE = {"name": "page", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}}
 
 
-def _add_inputs(document: dict[str, Any]) -> None:
-    schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    for (method, path), model in MAIL_BODIES.items():
-        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-        schemas.update(schema.pop("$defs", {}))
-        schemas[model.__name__] = schema
-        ref = {"$ref": f"#/components/schemas/{model.__name__}"}
-        document["paths"][path][method]["requestBody"] = {
-            "required": True,
-            "content": {
-                "application/json": {"schema": ref},
-                "application/x-www-form-urlencoded": {"schema": ref},
-            },
-        }
-    for path, operations in document["paths"].items():
+def _add_pages(document: dict[str, Any]) -> None:
+    for operations in document["paths"].values():
         get = operations.get("get")
         if get is None:
             continue
         parameters = get.setdefault("parameters", [])
-        parameters.extend(MAIL_FILTERS.get(path, []))
         if "Page_" in str(get["responses"].get("200", {})):
             parameters.append(PAGE)
         if not parameters:
@@ -170,7 +115,8 @@ def mail_openapi() -> dict[str, Any]:
     )
     components["securitySchemes"] = {"bearerAuth": {"type": "http", "scheme": "bearer"}}
     document["security"] = [{"bearerAuth": []}]
-    _add_inputs(document)
+    add_body_schemas(document)
+    _add_pages(document)
     _add_common_responses(document)
     document["webhooks"] = events_openapi(components["schemas"])
     for unused in ("HTTPValidationError", "ValidationError"):
@@ -192,37 +138,13 @@ Write routes take `?dry_run=true` (1, true, yes, on): everything is validated, n
 answer is 200. Lists take `?limit=` (default 50, at most 200) and `?after=`; ids are ULIDs, newest first,
 and `next_cursor` is null on a page that is not full. A trailing slash on any path is optional.
 """
-FEED_BODIES: dict[tuple[str, str], Any] = {
-    ("post", "/v1/feeds"): feed_specs.FeedInput,
-    ("put", "/v1/feeds/{feed_id}"): feed_specs.FeedInput,
-    ("patch", "/v1/feeds/{feed_id}"): feed_specs.FeedPatch,
-    ("post", "/v1/feeds/{feed_id}/sources"): feed_specs.SourceSetPayload,
-    ("put", "/v1/feeds/{feed_id}/sources"): feed_specs.SourceSetPayload,
-    ("put", "/v1/telemetry"): TelemetryInput,
-    ("post", "/v1/auth/signup"): v1_auth.SignupInput,
-    ("post", "/v1/auth/login"): v1_auth.Credentials,
-    ("post", "/v1/auth/tokens"): v1_auth.TokenInput,
-    ("post", "/v1/auth/device-sessions/token"): v1_auth.DevicePollInput,
-    ("post", "/v1/watches"): watch_specs.WatchInput,
-    ("put", "/v1/watches/{watch_id}"): watch_specs.WatchInput,
-    ("patch", "/v1/watches/{watch_id}"): watch_specs.WatchPatch,
-    ("post", "/v1/watches/{watch_id}/actions"): watch_specs.ActionInput,
-    ("put", "/v1/actions/{action_id}"): watch_specs.ActionInput,
-}
 # The kind-specific `config` of an action input: documented beside it, one schema per kind.
-ACTION_CONFIGS: dict[str, Any] = {
-    "SemanticFilterConfig": watch_specs.SemanticFilterConfig,
-    "ExtractConfig": watch_specs.ExtractConfig,
-    "LogConfig": watch_specs.LogConfig,
-    "WebhookConfig": watch_specs.WebhookConfig,
-}
-# The /v1 routes that need no credentials (docs/compatibility.md).
-PUBLIC_FEED_ROUTES = {
-    ("post", "/v1/auth/signup"),
-    ("post", "/v1/auth/login"),
-    ("post", "/v1/auth/device-sessions"),
-    ("post", "/v1/auth/device-sessions/token"),
-}
+ACTION_CONFIGS: list[type[BaseModel]] = [
+    watch_specs.SemanticFilterConfig,
+    watch_specs.ExtractConfig,
+    watch_specs.LogConfig,
+    watch_specs.WebhookConfig,
+]
 DRY_RUN = {
     "name": "dry_run",
     "in": "query",
@@ -245,78 +167,38 @@ CURSOR_PARAMETERS = [
         "description": "The previous page's next_cursor",
     },
 ]
-LISTS = (
-    "/v1/feeds",
-    "/v1/feeds/{feed_id}/items",
-    "/v1/watches",
-    "/v1/actions/{action_id}/activity",
-    "/v1/actions/{action_id}/deliveries",
-)
-FILTERS: dict[str, list[dict[str, Any]]] = {
-    "/v1/actions/{action_id}/activity": [
-        {
-            "name": "state",
-            "in": "query",
-            "required": False,
-            "schema": {"type": "string", "enum": [state.value for state in RunState]},
-            "description": "Only runs in this state",
-        },
-        {
-            "name": "window",
-            "in": "query",
-            "required": False,
-            "schema": {"type": "string", "enum": ["24h", "yesterday", "7d", "30d"], "default": "7d"},
-            "description": "The summary's window (first page only)",
-        },
-    ],
-    "/v1/actions/{action_id}/deliveries": [
-        {
-            "name": "state",
-            "in": "query",
-            "required": False,
-            "schema": {"type": "string", "enum": [state.value for state in DeliveryState]},
-            "description": "Only deliveries in this state",
-        }
-    ],
-}
 
 
-def _feed_inputs(document: dict[str, Any]) -> None:
-    schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    for (method, path), model in FEED_BODIES.items():
-        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-        schemas.update(schema.pop("$defs", {}))
-        schemas[model.__name__] = schema
-        ref: dict[str, Any] = {"$ref": f"#/components/schemas/{model.__name__}"}
-        if model is feed_specs.SourceSetPayload:
-            bare = {"type": "array", "items": {"$ref": "#/components/schemas/SourceInput"}}
-            ref = {"oneOf": [ref, bare]}
-        document["paths"][path][method]["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": ref}},
-        }
-    for name, model in ACTION_CONFIGS.items():
-        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-        schemas.update(schema.pop("$defs", {}))
-        schemas[name] = schema
+def _depends_on(route: APIRoute, call: Callable[..., Any]) -> bool:
+    pending = list(route.dependant.dependencies)
+    while pending:
+        dependency = pending.pop()
+        if dependency.call is call:
+            return True
+        pending.extend(dependency.dependencies)
+    return False
+
+
+def _feed_inputs(document: dict[str, Any], routes: list[APIRoute]) -> None:
+    add_body_schemas(document)
+    add_model_schemas(document, ACTION_CONFIGS)
     error_ref = {"$ref": "#/components/schemas/FeedError"}
-    for path, operations in document["paths"].items():
-        for method, operation in operations.items():
+    for route in routes:
+        for method in sorted(route.methods or ()):
+            operation = document["paths"][route.path_format][method.lower()]
+            # What the route's dependencies read from the query string: ?dry_run= and the cursor.
             parameters = operation.setdefault("parameters", [])
-            writing = method in ("post", "put", "patch", "delete")
-            if writing and path != "/v1/telemetry" and not path.startswith("/v1/auth/"):
-                parameters.append(DRY_RUN)
-            if method == "get" and path in LISTS:
-                parameters.extend(CURSOR_PARAMETERS)
-            if method == "get":
-                parameters.extend(FILTERS.get(path, []))
+            declared = (route.openapi_extra or {}).get("parameters", [])
+            at = len(parameters) - len(declared)
+            if _depends_on(route, is_dry_run):
+                parameters.insert(at, DRY_RUN)
+            if _depends_on(route, read_cursor):
+                parameters[at:at] = CURSOR_PARAMETERS
             if not parameters:
                 del operation["parameters"]
             responses = operation.setdefault("responses", {})
             responses.pop("422", None)
-            if (method, path) in PUBLIC_FEED_ROUTES:
-                operation["security"] = []
-            else:
+            if operation.get("security") != []:
                 responses.setdefault(
                     "401",
                     {
@@ -349,7 +231,9 @@ def feeds_openapi() -> dict[str, Any]:
         "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "tidings.session_token"},
     }
     document["security"] = [{"bearerAuth": []}, {"sessionCookie": []}]
-    _feed_inputs(document)
+    _feed_inputs(
+        document, [route for route in routes if isinstance(route, APIRoute) and route.include_in_schema]
+    )
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)
     return document
@@ -369,13 +253,6 @@ Errors are `{"code", "message"}` with better-auth's codes. Sign-up is closed unl
 15 minutes (or a hundred from one address) make every sign-in for it answer 429 until the window passes.
 """
 
-AUTH_BODIES: dict[tuple[str, str], type[BaseModel]] = {
-    ("post", "/api/auth/is-username-available"): auth_schemas.UsernameBody,
-    ("post", "/api/auth/sign-up/email"): auth_schemas.SignUpEmailBody,
-    ("post", "/api/auth/sign-in/username"): auth_schemas.SignInUsernameBody,
-    ("post", "/api/auth/update-user"): auth_schemas.UpdateUserBody,
-}
-
 
 @cache
 def auth_openapi() -> dict[str, Any]:
@@ -385,24 +262,9 @@ def auth_openapi() -> dict[str, Any]:
         description=AUTH_DESCRIPTION,
         routes=api_auth.router.routes,
     )
-    schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    for (method, path), model in AUTH_BODIES.items():
-        schema = model.model_json_schema(ref_template="#/components/schemas/{model}", by_alias=True)
-        for prop in schema.get("properties", {}).values():
-            # An optional field is left out, not sent as null: a `default: null` would say otherwise.
-            if "default" in prop and prop["default"] is None:
-                del prop["default"]
-        schemas.update(schema.pop("$defs", {}))
-        schemas[model.__name__] = schema
-        media_types = ["application/json"]
-        if path.endswith("/sign-up/email"):
-            media_types.append("application/x-www-form-urlencoded")
-        document["paths"][path][method]["requestBody"] = {
-            "required": True,
-            "content": {
-                media: {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}} for media in media_types
-            },
-        }
+    # An optional field is left out, not sent as null: a `default: null` would say otherwise.
+    add_body_schemas(document, null_defaults=False)
+    schemas = document["components"]["schemas"]
     document["components"]["securitySchemes"] = {
         "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "tidings.session_token"}
     }

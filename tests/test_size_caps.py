@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from app.authroutes import account_pages, api_auth
-from app.authroutes.schemas import SignUpEmailBody
+from app.authroutes import account_pages
+from app.authroutes import body as auth_body
+from app.authroutes import schemas as auth_schemas
+from app.authroutes.schemas import SignUpEmailBody, UpdateUserBody
 from app.authroutes.v1_auth import Credentials, DevicePollInput, SignupInput, TokenInput
 from app.feeds import specs as feed_specs
 from app.identity import accounts, passwords
@@ -178,8 +180,17 @@ CODE: dict[str, list[Any]] = {
     ],
     "`username` (characters)": [accounts.USERNAME_MAX_LENGTH, cap(SignUpEmailBody, "username")],
     "`password` at sign-up (characters)": [passwords.MAX_PASSWORD_LENGTH, cap(SignUpEmailBody, "password")],
-    "/api/auth `name`, `email`, `displayUsername` (characters)": [api_auth.TEXT_MAX_LENGTH],
-    "/api/auth `image` (characters)": [api_auth.IMAGE_MAX_LENGTH],
+    "/api/auth body (bytes)": [auth_body.MAX_BODY_BYTES],
+    "/api/auth `name`, `email`, `displayUsername` (characters)": [
+        auth_schemas.TEXT_MAX_LENGTH,
+        *(cap(SignUpEmailBody, name) for name in ("name", "email", "displayUsername")),
+        *(cap(UpdateUserBody, name) for name in ("name", "displayUsername")),
+    ],
+    "/api/auth `image` (characters)": [
+        auth_schemas.IMAGE_MAX_LENGTH,
+        cap(SignUpEmailBody, "image"),
+        cap(UpdateUserBody, "image"),
+    ],
     "/v1/auth `password` (characters)": [cap(Credentials, "password"), cap(SignupInput, "password")],
     "/v1/auth `email`, `username`, `name` (characters)": [
         cap(Credentials, "email"),

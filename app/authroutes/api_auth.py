@@ -9,15 +9,19 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from app.authroutes.body import Field, read_body, validated
+from app.authroutes.body import read_body, validated
 from app.authroutes.schemas import (
     AuthErrorOut,
     SessionWithUser,
     SignInOut,
+    SignInUsernameBody,
     SignOutOut,
+    SignUpEmailBody,
     SignUpOut,
     StatusOut,
+    UpdateUserBody,
     UsernameAvailability,
+    UsernameBody,
     session_out,
     user_out,
 )
@@ -30,6 +34,7 @@ from app.identity.session_cookie import clear_session_cookie, session_token, set
 from app.identity.sessions import end_session
 from app.identity.sign_in import sign_in_with_password
 from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in, username_available
+from app.kit.openapi import FORM, JSON, request_body
 from app.state import SettingsDep, app_state
 
 # What any POST of the family may answer besides its own codes.
@@ -39,13 +44,9 @@ POST_ERRORS: dict[int | str, dict[str, Any]] = {
         (400, "VALIDATION_ERROR, or a rule of the route (see its codes)"),
         (403, "A cookie-carrying request without this service's Origin (INVALID_ORIGIN)"),
         (415, "UNSUPPORTED_MEDIA_TYPE"),
+        (413, "PAYLOAD_TOO_LARGE: a body over 32 KiB"),
     )
 }
-
-# Size caps of the profile fields (better-auth sets none; they fit the columns): name, email and
-# display username, and the image URL.
-TEXT_MAX_LENGTH = 191
-IMAGE_MAX_LENGTH = 2048
 
 router = APIRouter(prefix="/api/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
 
@@ -68,18 +69,20 @@ def error_response(status: int, description: str) -> dict[int | str, dict[str, A
 @router.post(
     "/is-username-available",
     operation_id="isUsernameAvailable",
+    openapi_extra=request_body(UsernameBody),
     response_model=UsernameAvailability,
     summary="Whether a username is free (no session needed)",
     responses=error_response(422, "USERNAME_TOO_SHORT, USERNAME_TOO_LONG or INVALID_USERNAME"),
 )
 def is_username_available(body: JsonBody, db: SessionDep) -> UsernameAvailability:
-    fields = validated(body, [Field("username", str, reject_nul=False)])
-    return UsernameAvailability(available=username_available(db, fields["username"]))
+    wanted = validated(body, UsernameBody)
+    return UsernameAvailability(available=username_available(db, wanted.username))
 
 
 @router.post(
     "/sign-up/email",
     operation_id="signUpWithEmailAndPassword",
+    openapi_extra=request_body(SignUpEmailBody, media_types=(JSON, FORM)),
     response_model=SignUpOut,
     summary="Sign up with e-mail and password (400 EMAIL_PASSWORD_SIGN_UP_DISABLED while closed)",
     dependencies=[Depends(check_sign_in_origin)],
@@ -91,27 +94,15 @@ async def sign_up_email(
     # Before the body is read: a closed sign-up answers the same whatever is sent.
     if not settings.auth_signup_enabled:
         raise auth_error(400, AuthCode.EMAIL_PASSWORD_SIGN_UP_DISABLED)
-    fields = validated(
-        await read_body(request, form_allowed=True),
-        [
-            Field("name", str, min_length=1, max_length=TEXT_MAX_LENGTH),
-            Field("email", str, max_length=TEXT_MAX_LENGTH),
-            Field("password", str, reject_nul=False),
-            Field("username", str, required=False, reject_nul=False),
-            Field("displayUsername", str, required=False, max_length=TEXT_MAX_LENGTH),
-            Field("image", str, required=False, nullable=True, max_length=IMAGE_MAX_LENGTH),
-            Field("callbackURL", str, required=False),
-            Field("rememberMe", bool, required=False),
-        ],
-    )
-    remember = fields.get("rememberMe") is not False
+    body = validated(await read_body(request, form_allowed=True), SignUpEmailBody)
+    remember = body.remember_me is not False
     new_user = SignUpRequest(
-        email=fields["email"],
-        password=fields["password"],
-        name=fields["name"],
-        username=fields.get("username"),
-        display_username=fields.get("displayUsername"),
-        image=fields.get("image"),
+        email=body.email,
+        password=body.password,
+        name=body.name,
+        username=body.username,
+        display_username=body.display_username,
+        image=body.image,
     )
     signed_in = await run_in_threadpool(
         lambda: sign_up_and_sign_in(
@@ -129,6 +120,7 @@ async def sign_up_email(
 @router.post(
     "/sign-in/username",
     operation_id="signInUsername",
+    openapi_extra=request_body(SignInUsernameBody),
     response_model=SignInOut,
     summary="Sign in with username and password; sets the session cookie tidings.session_token",
     responses={
@@ -141,26 +133,18 @@ async def sign_up_email(
 async def sign_in_username(
     request: Request, body: JsonBody, db: SessionDep, settings: SettingsDep
 ) -> Response:
-    fields = validated(
-        body,
-        [
-            Field("username", str, reject_nul=False),
-            Field("password", str, reject_nul=False),
-            Field("rememberMe", bool, required=False),
-            Field("callbackURL", str, required=False),
-        ],
-    )
-    callback_url: str | None = fields.get("callbackURL") or None
+    credentials = validated(body, SignInUsernameBody)
+    callback_url = credentials.callback_url or None
     if callback_url is not None and not is_trusted_url(callback_url, settings, allow_relative=True):
         raise auth_error(403, AuthCode.INVALID_CALLBACK_URL)
     signed_in = await sign_in_with_password(
         db,
         app_state(request).sign_in_throttle,
-        username=fields["username"],
-        password=fields["password"],
+        username=credentials.username,
+        password=credentials.password,
         address=client_address(request),
         user_agent=request.headers.get("user-agent"),
-        remember=fields.get("rememberMe") is not False,
+        remember=credentials.remember_me is not False,
     )
     answer = SignInOut(
         redirect=callback_url is not None,
@@ -181,6 +165,7 @@ async def sign_in_username(
 @router.post(
     "/update-user",
     operation_id="updateUser",
+    openapi_extra=request_body(UpdateUserBody),
     response_model=StatusOut,
     summary="Change the signed-in user's name, image or username (session cookie required)",
     responses={
@@ -196,24 +181,22 @@ async def sign_in_username(
 def update_user(
     request: Request, signed_in: SessionUser, body: JsonBody, db: SessionDep, settings: SettingsDep
 ) -> StatusOut:
-    fields = validated(
-        body,
-        [
-            Field("name", str, required=False, min_length=1, max_length=TEXT_MAX_LENGTH),
-            Field("image", str, required=False, nullable=True, max_length=IMAGE_MAX_LENGTH),
-            Field("username", str, required=False, reject_nul=False),
-            Field("displayUsername", str, required=False, max_length=TEXT_MAX_LENGTH),
-        ],
-    )
+    changes = validated(body, UpdateUserBody)
+
+    def sent(field: str) -> Any:
+        # Left out is left alone; a field sent is never null but where its type says so (image).
+        return getattr(changes, field) if field in changes.model_fields_set else UNSET
+
     update_profile(
         db,
         signed_in.user,
         policy=settings.auth_username_change,
-        name=fields.get("name", UNSET),
-        image=fields.get("image", UNSET),
-        username=fields.get("username", UNSET),
-        display_username=fields.get("displayUsername", UNSET),
-        email=fields.get("email", UNSET),
+        name=sent("name"),
+        image=sent("image"),
+        username=sent("username"),
+        display_username=sent("display_username"),
+        # Not a field of the body: better-auth refuses it by name, whatever its value.
+        email=body.get("email", UNSET),
     )
     # Bearer-token principals carry the name: drop what this process remembers of the account.
     app_state(request).token_lookup.forget_account(signed_in.user.account_id)

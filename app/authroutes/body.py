@@ -1,25 +1,42 @@
 """Reading /api/auth request bodies as better-auth (better-call with zod) does: JSON only (forms too where
 a route allows them), 415 for other media types, and 400 `VALIDATION_ERROR` naming each bad field the way
-zod words it (`[body.username] Invalid input: expected string, received number`)."""
+zod words it (`[body.username] Invalid input: expected string, received number`); and, Tidings' own, 413
+past MAX_BODY_BYTES."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, get_args
 
 import orjson
 from fastapi import Request
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from app.identity.auth_errors import AuthCode, auth_error
+from app.kit.errors import DomainError
 
 JSON_TYPE = "application/json"
 FORM_TYPE = "application/x-www-form-urlencoded"
+BodyT = TypeVar("BodyT", bound=BaseModel)
+# better-auth reads any size; these bodies are a handful of short fields (the longest, `image`, is 2,048
+# characters), sent before sign-in: as the hosted sign-up form, 32 KiB (docs/compatibility.md).
+MAX_BODY_BYTES = 32 * 1024
+
+
+def _too_large() -> DomainError:
+    return auth_error(
+        413, AuthCode.PAYLOAD_TOO_LARGE, f"The request body is larger than {MAX_BODY_BYTES} bytes."
+    )
 
 
 async def read_body(request: Request, *, form_allowed: bool = False) -> Any:
     """The parsed body: a JSON value, a dict of form fields, or None when there is no body."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise _too_large()
     raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise _too_large()
     if not raw:
         return None
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -57,53 +74,42 @@ def js_type(value: Any) -> str:
     return "object"
 
 
-@dataclass(frozen=True)
-class Field:
-    name: str
-    kind: type[str] | type[bool]
-    required: bool = True
-    nullable: bool = False
-    min_length: int = 0
-    max_length: int | None = None
-    # Off for fields that are never stored as given (usernames are checked by their own rules first,
-    # passwords only hashed).
-    reject_nul: bool = True
+def _expected(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """The JSON type zod names for the field at `loc` (an alias): boolean or string."""
+    for name, field in model.model_fields.items():
+        if (field.alias or name) == loc[0]:
+            return "boolean" if bool in (field.annotation, *get_args(field.annotation)) else "string"
+    return "string"
 
 
-def _problem(value: Any, spec: Field) -> str | None:
-    expected = "string" if spec.kind is str else "boolean"
-    if value is None and spec.nullable:
-        return None
-    if not isinstance(value, spec.kind):
-        return f"Invalid input: expected {expected}, received {js_type(value)}"
-    if isinstance(value, str):
-        if len(value) < spec.min_length:
-            return f"Too small: expected string to have >={spec.min_length} characters"
-        if spec.max_length is not None and len(value) > spec.max_length:
-            return f"Too big: expected string to have <={spec.max_length} characters"
-        # PostgreSQL stores no NUL in text; such a value is never meant.
-        if spec.reject_nul and "\x00" in value:
-            return "Invalid input: must not contain NUL characters"
-    return None
+def _issue(model: type[BaseModel], error: ErrorDetails) -> str:
+    """One pydantic error in zod's words."""
+    kind = error["type"]
+    ctx = error.get("ctx", {})
+    if kind == "missing":
+        problem = f"Invalid input: expected {_expected(model, error['loc'])}, received undefined"
+    elif kind == "string_too_short":
+        problem = f"Too small: expected string to have >={ctx['min_length']} characters"
+    elif kind == "string_too_long":
+        problem = f"Too big: expected string to have <={ctx['max_length']} characters"
+    elif kind in ("string_type", "bool_type"):
+        expected = _expected(model, error["loc"])
+        problem = f"Invalid input: expected {expected}, received {js_type(error['input'])}"
+    else:  # the models' own checks (schemas.py) word their messages as zod does
+        problem = error["msg"]
+    return f"[body.{error['loc'][0]}] {problem}"
 
 
-def validated(body: Any, fields: Sequence[Field]) -> dict[str, Any]:
-    """The body as an object whose listed fields have their types; other keys are passed through."""
+def validated(body: Any, model: type[BodyT]) -> BodyT:
+    """The body as `model` (app/authroutes/schemas.py), else 400 VALIDATION_ERROR naming each bad field
+    in the model's order; keys the model does not name are ignored."""
     if not isinstance(body, dict):
         received = "undefined" if body is None else js_type(body)
         raise auth_error(
             400, AuthCode.VALIDATION_ERROR, f"[body] Invalid input: expected object, received {received}"
         )
-    issues = []
-    for spec in fields:
-        if spec.name not in body:
-            if spec.required:
-                expected = "string" if spec.kind is str else "boolean"
-                issues.append(f"[body.{spec.name}] Invalid input: expected {expected}, received undefined")
-            continue
-        problem = _problem(body[spec.name], spec)
-        if problem is not None:
-            issues.append(f"[body.{spec.name}] {problem}")
-    if issues:
-        raise auth_error(400, AuthCode.VALIDATION_ERROR, "; ".join(issues))
-    return body
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        issues = [_issue(model, error) for error in exc.errors()]
+        raise auth_error(400, AuthCode.VALIDATION_ERROR, "; ".join(issues)) from exc

@@ -32,6 +32,7 @@ from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in
 from app.identity.token_lookup import forget_accounts
 from app.identity.tokens import create_token_for, live_personal_tokens, revoke_personal_token
 from app.kit.errors import DomainError, NotFound
+from app.kit.openapi import request_body
 from app.kit.v1_input import JsonBody, invalid, read_json, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
@@ -148,6 +149,8 @@ def errors(*pairs: tuple[int, str]) -> dict[int | str, dict[str, Any]]:
 
 BAD_INPUT = (400, "validation_error: the body, each invalid field named")
 NO_CREDENTIALS = (401, "not_authenticated")
+# The routes that need no credentials (docs/compatibility.md) say so in the document.
+NO_CREDENTIALS_NEEDED: dict[str, Any] = {"security": []}
 
 
 def v1_error(exc: DomainError) -> DomainError:
@@ -173,6 +176,7 @@ def v1_error(exc: DomainError) -> DomainError:
 
 @router.post(
     "/signup",
+    openapi_extra={**request_body(SignupInput), **NO_CREDENTIALS_NEEDED},
     operation_id="signup",
     status_code=201,
     response_model=UserOut,
@@ -210,6 +214,7 @@ async def signup(
 
 @router.post(
     "/login",
+    openapi_extra={**request_body(Credentials), **NO_CREDENTIALS_NEEDED},
     operation_id="login",
     response_model=UserOut,
     summary="Sign in by e-mail (or username) and password; sets the session cookie tidings.session_token",
@@ -282,6 +287,7 @@ def list_tokens(user: V1User, db: SessionDep) -> TokenListOut:
 
 @router.post(
     "/tokens",
+    openapi_extra=request_body(TokenInput),
     operation_id="createToken",
     status_code=201,
     response_model=NewTokenOut,
@@ -317,6 +323,7 @@ def revoke_token(request: Request, token_id: TokenId, user: V1User, db: SessionD
 
 @router.post(
     "/device-sessions",
+    openapi_extra=NO_CREDENTIALS_NEEDED,
     operation_id="startDeviceSession",
     status_code=201,
     response_model=DeviceSessionOut,
@@ -337,6 +344,7 @@ def start_device(db: SessionDep, settings: SettingsDep) -> DeviceSessionOut:
 
 @router.post(
     "/device-sessions/token",
+    openapi_extra={**request_body(DevicePollInput), **NO_CREDENTIALS_NEEDED},
     operation_id="pollDeviceSession",
     response_model=DeviceTokenOut,
     summary="Poll with the device code: the token (once) and the AuthUser when approved",
@@ -363,6 +371,7 @@ def poll_device(request: Request, body: JsonBody) -> DeviceTokenOut:
     responses=errors(
         BAD_INPUT, NO_CREDENTIALS, (404, "not_found"), (409, "already_completed"), (400, "expired_token")
     ),
+    openapi_extra=request_body(DeviceCompleteInput, required=False),
 )
 async def complete_device(
     request: Request, user_code: Annotated[str, Path(max_length=64)], user: V1User, db: SessionDep

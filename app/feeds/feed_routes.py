@@ -8,7 +8,7 @@ from fastapi import Response
 
 from app.db import SessionDep
 from app.feeds import feed_service
-from app.feeds.specs import FeedEdit, FeedInput, FeedPatch, SourceSetPayload, source_inputs
+from app.feeds.specs import FeedEdit, FeedInput, FeedPatch, SourceInput, SourceSetPayload, source_inputs
 from app.feeds.wire import (
     FeedListResponse,
     FeedMutationResponse,
@@ -17,6 +17,7 @@ from app.feeds.wire import (
     SourceSetResult,
 )
 from app.identity.dependencies import V1User
+from app.kit.openapi import request_body, schema_ref
 from app.kit.responses import json_response
 from app.kit.time import utcnow
 from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
@@ -42,6 +43,7 @@ def list_feeds(session: SessionDep, principal: V1User, cursor: PageCursor) -> di
 
 @router.post(
     "/v1/feeds",
+    openapi_extra=request_body(FeedInput),
     response_model=FeedMutationResponse,
     status_code=201,
     summary="Create a feed",
@@ -78,6 +80,7 @@ def get_feed(feed_id: str, session: SessionDep, principal: V1User) -> dict[str, 
 
 @router.put(
     "/v1/feeds/{feed_id}",
+    openapi_extra=request_body(FeedInput),
     response_model=FeedMutationResponse,
     summary="Edit a feed",
     description="Replaces the feed's settings; `sources`, when given, replaces its sources by diff. "
@@ -107,6 +110,7 @@ def edit_feed(
 
 @router.patch(
     "/v1/feeds/{feed_id}",
+    openapi_extra=request_body(FeedPatch),
     response_model=FeedMutationResponse,
     summary="Pause or resume a feed (`is_active`)",
     description="A paused feed is not polled; resuming makes it due by its interval." + DRY_RUN_NOTE,
@@ -183,6 +187,10 @@ SET_SOURCES_DOC = (
     "Sources whose spec is in both sets are kept (with their ids and watermarks), new ones are added, "
     "the rest removed." + DRY_RUN_NOTE
 )
+# Either shape: the payload, or its bare array of sources.
+SOURCE_SET_SCHEMA = {
+    "oneOf": [schema_ref(SourceSetPayload), {"type": "array", "items": schema_ref(SourceInput)}]
+}
 for _method in ("POST", "PUT"):
     router.add_api_route(
         "/v1/feeds/{feed_id}/sources",
@@ -193,4 +201,5 @@ for _method in ("POST", "PUT"):
         description=SET_SOURCES_DOC,
         responses={**INVALID, **MISSING},
         operation_id=f"set_sources_{_method.lower()}",
+        openapi_extra=request_body(SourceSetPayload, schema=SOURCE_SET_SCHEMA),
     )

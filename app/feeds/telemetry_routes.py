@@ -8,6 +8,7 @@ from app.db import SessionDep
 from app.feeds.telemetry_service import set_mode, telemetry_state
 from app.feeds.wire import TelemetryInput, TelemetryState
 from app.identity.dependencies import V1User
+from app.kit.openapi import request_body
 from app.kit.v1_input import JsonBody, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
@@ -23,6 +24,7 @@ def get_telemetry(settings: SettingsDep, session: SessionDep, principal: V1User)
 
 @router.put(
     "/v1/telemetry",
+    openapi_extra=request_body(TelemetryInput),
     response_model=TelemetryState,
     summary="Turn telemetry on or off (staff only)",
     responses={

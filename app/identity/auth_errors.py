@@ -32,6 +32,8 @@ class AuthCode(StrEnum):
     VALIDATION_ERROR = "VALIDATION_ERROR"
     BAD_REQUEST = "BAD_REQUEST"
     UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
+    # Tidings' own: better-auth caps no body.
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     TOO_MANY_REQUESTS = "TOO_MANY_REQUESTS"
 
 
@@ -57,6 +59,7 @@ MESSAGES: dict[AuthCode, str] = {
     AuthCode.VALIDATION_ERROR: "Validation Error",
     AuthCode.BAD_REQUEST: "Bad Request",
     AuthCode.UNSUPPORTED_MEDIA_TYPE: "Unsupported media type",
+    AuthCode.PAYLOAD_TOO_LARGE: "Payload too large",
     AuthCode.TOO_MANY_REQUESTS: "Too many requests. Please try again later.",
 }
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
+from app.kit.openapi import FORM, JSON, request_body
 from app.mail import automation_service
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
@@ -24,6 +25,7 @@ def list_automations(request: Request, session: SessionDep, principal: PaidMailU
 
 @router.post(
     "/automations",
+    openapi_extra=request_body(AutomationCreate, media_types=(JSON, FORM)),
     status_code=201,
     response_model=AutomationOut,
     summary="Create an automation",
@@ -47,6 +49,7 @@ def get_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -> d
 
 @router.patch(
     "/automations/{id}",
+    openapi_extra=request_body(AutomationUpdate, media_types=(JSON, FORM)),
     response_model=AutomationOut,
     summary="Edit an automation",
     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
@@ -73,6 +76,7 @@ def delete_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -
 
 @router.post(
     "/automations/{id}/emails",
+    openapi_extra=request_body(AutomationEmailCreate, media_types=(JSON, FORM)),
     status_code=201,
     response_model=AutomationItemOut,
     summary="Add an email to an automation",
@@ -88,6 +92,7 @@ def add_automation_email(
 
 @router.patch(
     "/automation-emails/{id}",
+    openapi_extra=request_body(AutomationEmailUpdate, media_types=(JSON, FORM)),
     response_model=AutomationItemOut,
     summary="Edit an automation email, its delay or its place in the sequence",
     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},

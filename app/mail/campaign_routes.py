@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
+from app.kit.openapi import FORM, JSON, request_body
 from app.mail import campaign_service
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
@@ -25,6 +26,7 @@ def list_campaigns(request: Request, session: SessionDep, principal: PaidMailUse
 
 @router.post(
     "/campaigns",
+    openapi_extra=request_body(CampaignCreate, media_types=(JSON, FORM)),
     status_code=201,
     response_model=CampaignOut,
     summary="Create a campaign (a draft, or scheduled when scheduled_at is given)",
@@ -49,6 +51,7 @@ def get_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dic
 
 @router.patch(
     "/campaigns/{id}",
+    openapi_extra=request_body(CampaignUpdate, media_types=(JSON, FORM)),
     response_model=CampaignOut,
     summary="Edit a campaign that has not been sent",
     responses={

@@ -9,18 +9,32 @@ from fastapi.concurrency import run_in_threadpool
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
+from app.kit.openapi import FORM, JSON, request_body
 from app.mail import contact_service
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
 from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
-from app.mail.specs import ContactBatch, ContactCreate, ContactFilter, ContactUpdate, EmailOnly
+from app.mail.specs import (
+    CONTACT_FILTER_PARAMETERS,
+    SEARCH_PARAMETERS,
+    ContactBatch,
+    ContactCreate,
+    ContactFilter,
+    ContactUpdate,
+    EmailOnly,
+)
 from app.models import Contact
 from app.state import app_state
 
 router = APIRouter(tags=["Contacts"])
 
 
-@router.get("/contacts", response_model=Page[ContactOut], summary="List contacts")
+@router.get(
+    "/contacts",
+    response_model=Page[ContactOut],
+    summary="List contacts",
+    openapi_extra=CONTACT_FILTER_PARAMETERS,
+)
 async def list_contacts(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> Response:
@@ -37,6 +51,7 @@ async def list_contacts(
 
 @router.post(
     "/contacts",
+    openapi_extra=request_body(ContactCreate, media_types=(JSON, FORM)),
     response_model=ContactOut,
     summary="Create or update a contact",
     responses={400: {"model": ErrorOut}, 402: {"model": ErrorOut}},
@@ -48,6 +63,7 @@ def create_contact(session: SessionDep, principal: PaidMailUser, raw: MailInput)
 
 @router.post(
     "/contacts/batch",
+    openapi_extra=request_body(ContactBatch, media_types=(JSON, FORM)),
     response_model=BatchResultOut,
     summary="Create or update up to 1000 contacts",
     responses={402: {"model": ErrorOut}, 422: {"model": ErrorOut}},
@@ -61,7 +77,12 @@ def batch_contacts(session: SessionDep, principal: PaidMailUser, raw: MailInput)
     return BatchResultOut(created=result.created, updated=result.updated)
 
 
-@router.get("/contacts/unsubscribed", response_model=Page[ContactOut], summary="List unsubscribed contacts")
+@router.get(
+    "/contacts/unsubscribed",
+    response_model=Page[ContactOut],
+    summary="List unsubscribed contacts",
+    openapi_extra=SEARCH_PARAMETERS,
+)
 def list_unsubscribed(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> Response:
@@ -79,6 +100,7 @@ def get_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> Cont
 
 @router.patch(
     "/contacts/{id}",
+    openapi_extra=request_body(ContactUpdate, media_types=(JSON, FORM)),
     response_model=ContactOut,
     summary="Update a contact",
     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
@@ -115,6 +137,7 @@ def contact_activity(
 
 @router.patch(
     "/unsubscribe",
+    openapi_extra=request_body(EmailOnly, media_types=(JSON, FORM)),
     response_model=ContactOut,
     summary="Unsubscribe a contact by email",
     responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},

@@ -12,13 +12,13 @@ from app.mail import form_service
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
 from app.mail.schemas import ErrorOut, FormOut, Page
-from app.mail.specs import ContactFilter
+from app.mail.specs import SEARCH_PARAMETERS, ContactFilter
 from app.models import Form
 
 router = APIRouter(tags=["Forms"])
 
 
-@router.get("/forms", response_model=Page[FormOut], summary="List forms")
+@router.get("/forms", response_model=Page[FormOut], summary="List forms", openapi_extra=SEARCH_PARAMETERS)
 def list_forms(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> dict[str, Any]:

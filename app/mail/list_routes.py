@@ -8,17 +8,23 @@ from fastapi import APIRouter, Request, Response
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
+from app.kit.openapi import FORM, JSON, request_body
 from app.mail import list_service
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
 from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
-from app.mail.specs import ContactFilter, ListCreate
+from app.mail.specs import SEARCH_PARAMETERS, ContactFilter, ListCreate
 from app.models import Contact
 
 router = APIRouter(tags=["Lists"])
 
 
-@router.get("/lists", response_model=Page[ContactListOut], summary="List contact lists")
+@router.get(
+    "/lists",
+    response_model=Page[ContactListOut],
+    summary="List contact lists",
+    openapi_extra=SEARCH_PARAMETERS,
+)
 def get_lists(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> dict[str, Any]:
@@ -27,7 +33,11 @@ def get_lists(
 
 
 @router.post(
-    "/lists", response_model=ContactListOut, summary="Create a list", responses={400: {"model": ErrorOut}}
+    "/lists",
+    response_model=ContactListOut,
+    summary="Create a list",
+    responses={400: {"model": ErrorOut}},
+    openapi_extra=request_body(ListCreate, media_types=(JSON, FORM)),
 )
 def create_list(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
     body = validate(ListCreate, raw, status=400)
@@ -56,6 +66,7 @@ def delete_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> Mess
     "/lists/{list_id}/contacts",
     response_model=Page[ContactOut],
     summary="List the contacts of a list",
+    openapi_extra=SEARCH_PARAMETERS,
     responses={404: {"model": ErrorOut}},
 )
 def get_list_contacts(

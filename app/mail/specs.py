@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from app.kit.openapi import query_parameter, query_parameters
 from app.mail.campaign_rules import (
     FromEmail,
     Html,
@@ -101,6 +102,16 @@ class ContactFilter(BaseModel):
     query: str | None = None
     email: str | None = None
     unsubscribed: bool | None = None
+
+
+# ContactFilter as the list routes document it: every list searches with `query`; GET /contacts takes all.
+SEARCH = query_parameter("query", {"type": "string"}, "Search text")
+SEARCH_PARAMETERS = query_parameters(SEARCH)
+CONTACT_FILTER_PARAMETERS = query_parameters(
+    SEARCH,
+    query_parameter("email", {"type": "string"}, "Exact email"),
+    query_parameter("unsubscribed", {"type": "boolean"}),
+)
 
 
 class EmailOnly(BaseModel):

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
+from app.kit.openapi import FORM, JSON, request_body
 from app.mail import suppression_service
 from app.mail.input import MailInput, validate
 from app.mail.schemas import ErrorOut, MessageOut, Page, SuppressionOut, SuppressionsAddedOut
@@ -40,7 +41,7 @@ def list_suppressions(request: Request, session: SessionDep, principal: PaidMail
     "when imported again as contacts. `email` (one address), `emails` (up to 1000), or both; emails "
     "already queued for them are cancelled. Adding a listed address again changes nothing.",
     responses={422: {"model": ErrorOut}},
-    openapi_extra=EXTENSION,
+    openapi_extra={**EXTENSION, **request_body(SuppressionCreate, media_types=(JSON, FORM))},
 )
 def add_suppressions(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> SuppressionsAddedOut:
     body = validate(SuppressionCreate, raw, status=422)

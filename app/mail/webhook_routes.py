@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path, Request
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
+from app.kit.openapi import FORM, JSON, request_body
 from app.mail import webhook_service
 from app.mail.input import MailInput, validate
 from app.mail.schemas import ErrorOut, MessageOut, Page, WebhookAttemptOut, WebhookOut
@@ -36,7 +37,7 @@ def get_webhooks(request: Request, session: SessionDep, principal: PaidMailUser)
     status_code=201,
     summary="Create a webhook (beyond SendFox)",
     responses={422: {"model": ErrorOut}},
-    openapi_extra=BEYOND_SENDFOX,
+    openapi_extra={**BEYOND_SENDFOX, **request_body(WebhookCreate, media_types=(JSON, FORM))},
 )
 def create_webhook(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
     body = validate(WebhookCreate, raw, status=422)

@@ -8,6 +8,7 @@ from fastapi import Request, Response
 
 from app.db import SessionDep
 from app.identity.dependencies import V1User
+from app.kit.openapi import request_body
 from app.kit.responses import timestamped_json_response
 from app.kit.time import utcnow
 from app.kit.v1_input import DryRun, JsonBody, validate
@@ -34,6 +35,7 @@ def get_action(action_id: str, session: SessionDep, principal: V1User) -> Respon
 
 @router.put(
     "/v1/actions/{action_id}",
+    openapi_extra=request_body(ActionInput),
     response_model=WatchActionMutationResponse,
     summary="Edit an action",
     description="Replaces its kind and config (a webhook secret sent back masked keeps its stored "

@@ -9,11 +9,13 @@ from fastapi import Request, Response
 
 from app.db import SessionDep
 from app.identity.dependencies import V1User
+from app.kit.openapi import query_parameter, query_parameters
 from app.kit.responses import timestamped_json_response
 from app.kit.time import utcnow
 from app.kit.v1_input import PageCursor
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
+from app.models import DeliveryState, RunState
 from app.watches import activity_service
 from app.watches.wire import (
     WatchActionDeliveryListResponse,
@@ -28,6 +30,27 @@ NOT_ACTION: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "An unknown `state` or `window`"},
     404: {"model": ErrorOut, "description": "No such action in the account"},
 }
+RUN_FILTERS = query_parameters(
+    query_parameter(
+        "state", {"type": "string", "enum": [state.value for state in RunState]}, "Only runs in this state"
+    ),
+    query_parameter(
+        "window",
+        {
+            "type": "string",
+            "enum": list(activity_service.WINDOWS),
+            "default": activity_service.DEFAULT_WINDOW,
+        },
+        "The summary's window (first page only)",
+    ),
+)
+DELIVERY_FILTERS = query_parameters(
+    query_parameter(
+        "state",
+        {"type": "string", "enum": [state.value for state in DeliveryState]},
+        "Only deliveries in this state",
+    )
+)
 
 
 @router.get(
@@ -38,6 +61,7 @@ NOT_ACTION: dict[int | str, dict[str, Any]] = {
     "picks the summary's window. The first page (no `after`) carries the summary; `feeds` and "
     "`feed_items` describe the items the runs worked on (an item pruned by retention is absent).",
     responses=NOT_ACTION,
+    openapi_extra=RUN_FILTERS,
 )
 def action_activity(
     action_id: str, request: Request, session: SessionDep, principal: V1User, cursor: PageCursor
@@ -72,6 +96,7 @@ def run_detail(run_id: str, session: SessionDep, principal: V1User) -> Response:
     summary="A webhook action's deliveries (one per attempt), newest first",
     description="`?state=` keeps deliveries in one state (pending, succeeded, errored, failed).",
     responses=NOT_ACTION,
+    openapi_extra=DELIVERY_FILTERS,
 )
 def action_deliveries(
     action_id: str, request: Request, session: SessionDep, principal: V1User, cursor: PageCursor

@@ -8,6 +8,7 @@ from fastapi import Request, Response
 
 from app.db import SessionDep
 from app.identity.dependencies import V1User
+from app.kit.openapi import request_body
 from app.kit.responses import timestamped_json_response
 from app.kit.time import utcnow
 from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
@@ -46,6 +47,7 @@ def list_watches(session: SessionDep, principal: V1User, cursor: PageCursor) -> 
 
 @router.post(
     "/v1/watches",
+    openapi_extra=request_body(WatchInput),
     response_model=WatchMutationResponse,
     status_code=201,
     summary="Create a watch with its feeds and action chain",
@@ -79,6 +81,7 @@ def get_watch(watch_id: str, session: SessionDep, principal: V1User) -> Response
 
 @router.put(
     "/v1/watches/{watch_id}",
+    openapi_extra=request_body(WatchInput),
     response_model=WatchMutationResponse,
     summary="Edit a watch",
     description="Replaces name and is_active; `feed_ids` and `actions`, when given, replace the "
@@ -103,6 +106,7 @@ def edit_watch(
 
 @router.patch(
     "/v1/watches/{watch_id}",
+    openapi_extra=request_body(WatchPatch),
     response_model=WatchMutationResponse,
     summary="Change some of a watch's settings (name, is_active, feed_ids)",
     description="A paused watch (`is_active` false) skips the runs it had queued and starts none for "
@@ -152,6 +156,7 @@ def list_actions(watch_id: str, session: SessionDep, principal: V1User) -> Respo
 
 @router.post(
     "/v1/watches/{watch_id}/actions",
+    openapi_extra=request_body(ActionInput),
     response_model=WatchActionMutationResponse,
     status_code=201,
     summary="Add an action to a watch's chain",
