@@ -21,7 +21,7 @@ from app.kit.v1_wire import ErrorOut as FeedErrorOut
 from app.mail.events.described import events_openapi
 from app.mail.router import mail_router
 from app.mail.schemas import ErrorOut
-from app.watches import specs as watch_specs
+from app.watches.actions import ACTIONS
 from app.watches.router import watch_routers
 
 # The top-level openapi/ of the source tree, shipped inside the package as `app._openapi` (setup.py).
@@ -139,12 +139,8 @@ answer is 200. Lists take `?limit=` (default 50, at most 200) and `?after=`; ids
 and `next_cursor` is null on a page that is not full. A trailing slash on any path is optional.
 """
 # The kind-specific `config` of an action input: documented beside it, one schema per kind.
-ACTION_CONFIGS: list[type[BaseModel]] = [
-    watch_specs.SemanticFilterConfig,
-    watch_specs.ExtractConfig,
-    watch_specs.LogConfig,
-    watch_specs.WebhookConfig,
-]
+# Each action kind's config schema, from the registry (a new kind is documented by its entry there).
+ACTION_CONFIGS: list[type[BaseModel]] = [action.config_model for action in ACTIONS.values()]
 DRY_RUN = {
     "name": "dry_run",
     "in": "query",

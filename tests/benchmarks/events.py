@@ -272,8 +272,14 @@ def main() -> None:
 
         started = time.perf_counter()
         open_seconds = asyncio.run(open_all(base, pixels))
+        opened = time.perf_counter()
         say(f"{len(pixels):,} opens recorded in {open_seconds:.1f}s")
         counts = (0, 0, 0, 0)
+        while not report.empty():
+            kind, value = report.get()
+            if kind == "count":
+                counts = value
+        acknowledged_when_opened = counts[0]
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             kind, value = report.get(timeout=30)
@@ -302,6 +308,9 @@ def main() -> None:
         "target_events_per_s": TARGET_EVENTS_PER_S,
         "ratio_to_target": round(unique / seconds / TARGET_EVENTS_PER_S, 2),
         "opens_per_s": round(args.opens / open_seconds, 1),
+        # The events still queued when the last open was recorded, and how fast the lanes drained them.
+        "backlog_at_last_open": args.opens - acknowledged_when_opened,
+        "backlog_events_per_s": round((unique - acknowledged_when_opened) / max(finished - opened, 1e-9), 1),
         "answered_500_once": failed,
         "duplicates": total - unique,
         "lost": args.opens - unique,
