@@ -13,11 +13,15 @@ What it does:
      events (chosen by their `webhook-id`), 204 otherwise.
   3. Starts `tidings serve` (uvicorn on uvloop, its scheduler on: the delivery lanes run in it) and
      registers the receiver with `POST /webhooks` for `contact.opened`.
-  4. Opens each email once through `GET /t/o/{token}` (64 requests in flight), then waits until the
-     receiver has acknowledged every event.
-  5. Prints one JSON line: events/s from the first open to the last acknowledged event (the target is
-     1,000), the opens' own rate, and the exactly-once check: duplicates (an event acknowledged twice)
-     and lost (an event never acknowledged), both 0 when all is well.
+  4. Opens each email once through `GET /t/o/{token}` (64 requests in flight) against
+     `tidings serve --no-scheduler`, then starts one `tidings worker` and waits until the receiver has
+     acknowledged every event (`--together`: serve's own lanes deliver while the opens arrive).
+     `--opens-only` measures `/t/o` alone, with no webhook, as the reference for the opens' rate.
+  5. Prints one JSON line: events/s from the first open to the last acknowledged event, the opens' own
+     rate, `backlog_events_per_s` (the events queued when the last open was recorded, over the time the
+     delivery took from then: the delivery rate, whose target is 1,000), and the exactly-once check:
+     duplicates (an event acknowledged twice) and lost (an event never acknowledged), both 0 when all
+     is well.
 
 Needs a PostgreSQL server (default 127.0.0.1:5432, user postgres, trust auth).
 """
@@ -217,6 +221,15 @@ def main() -> None:
     parser.add_argument("--opens", type=int, default=20_000)
     parser.add_argument("--fail-percent", type=int, default=10)
     parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="serve's own lanes deliver while the opens arrive (default: serve --no-scheduler takes the"
+        " opens, then a tidings worker delivers the queued events, timed from its start)",
+    )
+    parser.add_argument(
+        "--opens-only", action="store_true", help="no webhook: the reference rate of /t/o alone, same machine"
+    )
     args = parser.parse_args()
 
     prepare_database(args.database_url)
@@ -242,7 +255,15 @@ def main() -> None:
     script = Path(sys.executable).with_name("tidings")
     log = open(os.environ.get("BENCH_SERVE_LOG", "/tmp/bench-events-serve.log"), "wb")  # noqa: SIM115
     served = subprocess.Popen(
-        [str(script), "serve", "--host", "127.0.0.1", "--port", str(serve_port)],
+        [
+            str(script),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(serve_port),
+            *([] if args.together else ["--no-scheduler"]),
+        ],
         env=env,
         # Its log goes to a file: a pipe nobody reads would fill and stall the server.
         stdout=log,
@@ -257,6 +278,18 @@ def main() -> None:
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
+        if args.opens_only:
+            pixels = [
+                MailTokens(Settings(secret_key=SECRET_KEY).resolved_secret_key).open_token(d)
+                for d in deliverable_ids
+            ]
+            seconds = asyncio.run(open_all(base, pixels))
+            print(
+                json.dumps(
+                    {"opens": args.opens, "opens_per_s": round(args.opens / seconds, 1), "webhook": None}
+                )
+            )
+            return
         hook = httpx.post(
             base + "/webhooks",
             json={
@@ -280,6 +313,10 @@ def main() -> None:
             if kind == "count":
                 counts = value
         acknowledged_when_opened = counts[0]
+        worker = None
+        if not args.together:
+            opened = time.perf_counter()
+            worker = subprocess.Popen([str(script), "worker"], env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             kind, value = report.get(timeout=30)
@@ -294,6 +331,9 @@ def main() -> None:
             if kind == "count":
                 counts = value
     finally:
+        if not args.together and "worker" in locals() and worker is not None:
+            worker.terminate()
+            worker.wait(timeout=30)
         served.terminate()
         served.wait(timeout=30)
         receiver.terminate()
@@ -310,6 +350,9 @@ def main() -> None:
         "opens_per_s": round(args.opens / open_seconds, 1),
         # The events still queued when the last open was recorded, and how fast the lanes drained them.
         "backlog_at_last_open": args.opens - acknowledged_when_opened,
+        "delivered_by": "serve's lanes, during the opens"
+        if args.together
+        else "tidings worker, after the opens",
         "backlog_events_per_s": round((unique - acknowledged_when_opened) / max(finished - opened, 1e-9), 1),
         "answered_500_once": failed,
         "duplicates": total - unique,
