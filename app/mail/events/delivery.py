@@ -43,6 +43,15 @@ class EventDelivery(JobSet):
             max_connections=max(1, settings.event_concurrency),
         )
         self._signers: dict[str, Webhook] = {}
+        self._slots: asyncio.Semaphore | None = None
+
+    @property
+    def slots(self) -> asyncio.Semaphore:
+        """Calls in flight in this process, at most the client's connections: a batch queued deeper in
+        httpcore's pool makes it rescan the whole queue (and poll every idle connection) for each call."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(max(1, self.settings.event_concurrency))
+        return self._slots
 
     def jobs(self) -> list[Job]:
         return [
@@ -101,6 +110,10 @@ class EventDelivery(JobSet):
         return signer
 
     async def _send(self, event: ClaimedEvent) -> Attempted:
+        async with self.slots:
+            return await self._call(event)
+
+    async def _call(self, event: ClaimedEvent) -> Attempted:
         started = utcnow()
         msg_id = message_id(event.id)
         headers = {
