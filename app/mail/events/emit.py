@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import orjson
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from app.kit.time import iso_millis
 from app.mail.events.types import EventType
 from app.models import AccountWebhook, Contact, WebhookEvent
 
@@ -23,10 +24,6 @@ class ContactEvent:
     contact_id: int
     campaign_id: int | None = None
     list_id: int | None = None
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _hooks_wanting(session: Session, account_id: int, event_type: EventType) -> list[str]:
@@ -49,7 +46,7 @@ def _write(
     now: datetime,
 ) -> None:
     """One outbox row per endpoint and event: (order key, data) pairs become Standard Webhooks bodies."""
-    stamp = _stamp(now)
+    stamp = iso_millis(now)
     rows: list[dict[str, Any]] = []
     for order_key, data in bodies:
         body = orjson.dumps({"type": str(event_type), "timestamp": stamp, "data": data}).decode()
