@@ -90,6 +90,16 @@ def assert_described(body: dict[str, Any]) -> None:
     assert parsed.model_dump(exclude_unset=True) == body
 
 
+def answering(*statuses: int) -> Any:
+    """A receiver's handler answering these statuses, one a request, in order."""
+    answers = iter(statuses)
+
+    def handle(request: Any) -> None:
+        respond("", next(answers))(request)
+
+    return handle
+
+
 def sent_email(db: Session, user: ApiUser, email: str = "ann@example.com") -> tuple[int, int, int]:
     """A contact with one sent campaign email: (contact id, campaign id, deliverable id)."""
     campaign_id = add_campaign(db, user.account_id, "Spring")
@@ -270,12 +280,7 @@ def test_only_the_events_asked_for_are_sent(
 def test_a_5xx_is_retried_with_the_same_id_and_logged(
     client: TestClient, api_user: ApiUser, upstream: Upstream, deliver: Any, clock: TimeMachineFixture
 ) -> None:
-    answers = iter([503, 204])
-
-    def flaky(request: Any) -> None:
-        respond("", next(answers))(request)
-
-    upstream.route("/hook", flaky)
+    upstream.route("/hook", answering(503, 204))
     hook = create_hook(client, api_user, upstream.url("/hook"), ["contact.subscribed"])
     create_contact(client, api_user, "ann@example.com", lists=[create_list(client, api_user)["id"]])
     assert deliver() == 1
@@ -339,12 +344,7 @@ def test_a_receiver_that_never_answers_2xx_is_given_up_after_the_last_attempt(
 def test_a_contacts_events_keep_their_order_while_one_waits_for_a_retry(
     client: TestClient, api_user: ApiUser, upstream: Upstream, deliver: Any, clock: TimeMachineFixture
 ) -> None:
-    answers = iter([500, 204, 204, 204])
-
-    def flaky(request: Any) -> None:
-        respond("", next(answers))(request)
-
-    upstream.route("/hook", flaky)
+    upstream.route("/hook", answering(500, 204, 204, 204))
     hook = create_hook(
         client, api_user, upstream.url("/hook"), ["contact.subscribed", "contact.unsubscribed"]
     )
