@@ -38,6 +38,7 @@ from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.logs import RequestIds
 from app.mail.hosted_form_service import FormLimits
+from app.mail.newsletter_service import MailNewsletters
 from app.mail.providers.ses import SnsClient
 from app.mail.router import mail_routers
 from app.mail.sending.dkim import DkimSigner
@@ -181,6 +182,7 @@ def set_state(app: FastAPI, settings: Settings, databases: Databases) -> None:
     state.sign_in_throttle = SignInThrottle(settings.redis_url)
     state.sns_client = SnsClient(allow_private=settings.outbound_allow_private)
     state.dkim_signer = DkimSigner(settings.resolved_secret_key, settings.dkim_unsigned_headers.split(","))
+    state.newsletters = MailNewsletters()
     state.engines = None
     app.state = state
 

@@ -128,8 +128,9 @@ FEEDS_API_VERSION = "1.0.0"
 FEEDS_DESCRIPTION = """\
 Feeds collect items from their sources (RSS and Atom documents, Hacker News stories and comments, a
 Reddit community's new posts) on an interval. Watches subscribe to feeds and run each new item through
-an ordered chain of actions (semantic_filter, extract, log, webhook); each action on an item is a run,
-and each webhook call a delivery. This is openmagpie's `/v1` feed and watch API.
+an ordered chain of actions (semantic_filter, extract, log, webhook; and `email`, beyond openmagpie:
+the items become a campaign of the email API); each action on an item is a run, and each webhook call a
+delivery. This is openmagpie's `/v1` feed and watch API.
 
 Authenticate with `Authorization: Bearer <token>` (a personal access token from `tidings tokens create`).
 Errors are `{"error": "<code>", "detail": ...}`: 400 `validation_error` (detail maps each invalid field,

@@ -7,7 +7,8 @@ dies. (A job framework such as APScheduler adds nothing to loops of this shape, 
 tasks, as docs/architecture.md says; several processes share the queues through row locks.)
 
 This is also where one domain's jobs are wired to another's, so that neither imports the other: the
-feed poller's `on_new_items` hook is the watch run queue's `enqueue_first_runs`.
+feed poller's `on_new_items` hook is the watch run queue's `enqueue_first_runs`, and the watch drain's
+desk for campaigns (the `email` action) is the email domain's `MailNewsletters`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from app.identity.jobs import IdentityJobs
 from app.kit.jobs import Job, JobSet
 from app.mail.events.delivery import EventDelivery
 from app.mail.jobs import MailJobs
+from app.mail.newsletter_service import MailNewsletters
 from app.watches.jobs import WatchJobs
 from app.watches.run_queue import enqueue_first_runs
 
@@ -83,7 +85,7 @@ class Scheduler:
                 log.info("bounces are read from the IMAP mailbox %s", bounces.mailbox.describe())
             self._domains = Domains(
                 feeds=FeedJobs(settings, factory, on_new_items=enqueue_first_runs),
-                watches=WatchJobs(settings, factory),
+                watches=WatchJobs(settings, factory, newsletters=MailNewsletters()),
                 identity=IdentityJobs(factory),
                 bounces=bounces,
                 events=EventDelivery(settings, factory),

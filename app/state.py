@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from app.identity.sign_in import SignInThrottle
     from app.identity.token_lookup import CachedTokenLookup
+    from app.kit.newsletters import NewsletterDesk
     from app.kit.pagination import PageAnchors
     from app.kit.ratelimit import RateLimiter
     from app.mail.hosted_form_service import FormLimits
@@ -51,6 +52,9 @@ class AppState(State):
     sns_client: SnsClient
     # The DKIM keys, for the emails requests send themselves (hosted forms' confirmations).
     dkim_signer: DkimSigner
+    # The email API's side of a watch's `email` action (app/mail/newsletter_service.py), wired here so
+    # that the watch routes ask it without importing the email domain.
+    newsletters: NewsletterDesk
     # The watch actions' engines, made on first use (app/watches/dependencies.py); closed at shutdown.
     engines: Engines | None
 

@@ -17,7 +17,10 @@ SENDING_DELIVERABLES = f"state = '{DeliverableState.SENDING}'"
 
 class Campaign(Timestamped, Base):
     __tablename__ = "campaigns"
-    __table_args__ = (Index("ix_campaigns_account_id_id", "account_id", "id"),)
+    __table_args__ = (
+        Index("ix_campaigns_account_id_id", "account_id", "id"),
+        Index("uq_campaigns_source_key", "source_key", unique=True),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
@@ -40,6 +43,9 @@ class Campaign(Timestamped, Base):
     # Set when sending stopped by itself (bounce rate); its queued emails are cancelled.
     halted_at: Mapped[datetime | None] = mapped_column(default=None)
     halt_reason: Mapped[str | None] = mapped_column(String(255), default=None)
+    # Set for a campaign a watch's `email` action made: the key of the runs it carries (unique), so a
+    # retry of those runs finds it instead of making another (app/mail/newsletter_service.py).
+    source_key: Mapped[str | None] = mapped_column(String(64), default=None)
 
 
 class CampaignList(Base):

@@ -70,6 +70,8 @@ class ActionKind(StrEnum):
     EXTRACT = "extract"
     LOG = "log"
     WEBHOOK = "webhook"
+    # Beyond openmagpie: the items become a campaign of the email API (app/watches/actions/email.py).
+    EMAIL = "email"
 
 
 # States a run rests in for good (a `failed` run only once it has a completion time).

@@ -60,7 +60,7 @@ def edit_action(
         action_id,
         item,
         dry_run=dry_run,
-        rules=action_rules(request),
+        rules=action_rules(request, session, principal),
         now=utcnow(),
     )
     return timestamped_json_response(edited)

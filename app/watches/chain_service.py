@@ -4,7 +4,6 @@ n-1). Every chain change holds the watch's row lock, so two edits of one chain d
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,7 +18,7 @@ from app.kit.ids import new_ulid, normalize_ulid
 from app.kit.v1_input import field_errors, invalid
 from app.models import ActionKind, Watch, WatchAction
 from app.watches.actions import ACTIONS
-from app.watches.engines.base import SetupProblem
+from app.watches.actions.base import ActionRules
 from app.watches.lookup import find_action, find_watch
 from app.watches.specs import MAX_ACTIONS, ActionInput
 from app.watches.wire import action_wire
@@ -27,15 +26,6 @@ from app.watches.wire import action_wire
 # Ranks move out of the way through this offset first, so the unique (watch_id, rank) never sees two
 # actions at one rank while a chain is renumbered.
 RANK_OFFSET = 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class ActionRules:
-    """What checking an action needs from the server: whether webhooks may reach private addresses,
-    and why an engine kind (empty: the default) cannot run here, if it cannot."""
-
-    allow_private: bool
-    engine_problem: Callable[[str], SetupProblem | None]
 
 
 @dataclass(slots=True)
@@ -81,7 +71,7 @@ def check_action(
     if engine_errors(kind, config, path, errors, rules):
         return None
     stored = prior.config if prior is not None and prior.kind == kind else None
-    config, problems = action.checked(config, stored, allow_private=rules.allow_private)
+    config, problems = action.checked(config, stored, rules)
     for name, messages in problems.items():
         errors.setdefault(f"{path}.config.{name}", []).extend(messages)
     if problems:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import transaction
+from app.kit.newsletters import Newsletter, NewsletterDesk, Published
 from app.kit.safe_http import SafeHttp
 from app.kit.time import utcnow
 from app.models import DeliveryState, RunState
@@ -32,6 +34,7 @@ from app.watches.run_queue import (
     DeliveryOutcome,
     Outcome,
     claim_runs,
+    gathers_runs,
     open_deliveries,
     record_outcomes,
     take_back_stale,
@@ -67,10 +70,17 @@ def make_context(settings: Settings, engines: Engines | None = None) -> ActionCo
 
 
 def _group(runs: list[ClaimedRun]) -> list[list[ClaimedRun]]:
-    """One group per instant run; one per digest window (action and window end)."""
+    """One group per instant run; one per digest window (action and window end); one per action for
+    the runs of an action with a spacing (`email`'s min_interval_seconds), claimed together to go out
+    together."""
     groups: dict[Any, list[ClaimedRun]] = {}
     for run in runs:
-        key = (run.action_id, run.window[1]) if run.window is not None else run.run_id
+        if run.window is not None:
+            key: Any = (run.action_id, run.window[1])
+        elif gathers_runs(run.config):
+            key = run.action_id
+        else:
+            key = run.run_id
         groups.setdefault(key, []).append(run)
     return list(groups.values())
 
@@ -82,16 +92,21 @@ class RunDrain:
         session_factory: sessionmaker[Session],
         *,
         context: ActionContext | None = None,
+        newsletters: NewsletterDesk | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.settings = settings
         self.session_factory = session_factory
         self.context = context or make_context(settings)
+        self.newsletters = newsletters
+        if newsletters is not None:
+            self.context = replace(self.context, publish=self._publish)
         self.clock = clock
         self.batch = max(settings.watch_drain_batch, 1)
         self.digest_cap = max(settings.digest_max_items, 1)
         self.lease = timedelta(seconds=settings.watch_run_lease_seconds)
         self._slots: asyncio.Semaphore | None = None
+        self._publishing: asyncio.Lock | None = None
         self.recorded = 0
         self.deliveries = 0
 
@@ -149,6 +164,20 @@ class RunDrain:
                 outcomes, deliveries = [], []
             if not tasks:
                 return len(claim)
+
+    async def _publish(self, newsletter: Newsletter) -> Published:
+        """An `email` action's campaign, made in a transaction of its own before its runs are recorded
+        (a retry of the same runs finds it by its key)."""
+        desk = self.newsletters
+        if desk is None:
+            raise RuntimeError("no email API desk wired in")
+        if self._publishing is None:
+            self._publishing = asyncio.Lock()
+        # One at a time in a process: each is a short write of a few rows (SQLite queues writers
+        # anyway), and the groups of one claim then never contend for the same lists' rows.
+        async with self._publishing:
+            published: Published = await self._db(lambda session: desk.publish(session, newsletter))
+        return published
 
     async def _record(self, outcomes: list[Outcome], deliveries: list[DeliveryOutcome]) -> None:
         done = self.clock()

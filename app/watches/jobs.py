@@ -7,14 +7,21 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.kit.jobs import Job, JobSet
+from app.kit.newsletters import NewsletterDesk
 from app.watches.drain import RunDrain
 
 DRAIN_LANES = 2
 
 
 class WatchJobs(JobSet):
-    def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
-        self.drain = RunDrain(settings, session_factory)
+    def __init__(
+        self,
+        settings: Settings,
+        session_factory: sessionmaker[Session],
+        *,
+        newsletters: NewsletterDesk | None = None,
+    ) -> None:
+        self.drain = RunDrain(settings, session_factory, newsletters=newsletters)
 
     def jobs(self) -> list[Job]:
         sweep_every = max(min(self.drain.lease.total_seconds() / 10, 60.0), 1.0)

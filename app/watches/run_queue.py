@@ -205,6 +205,18 @@ def _is_digest(config: dict[str, Any]) -> bool:
     return config.get("delivery") == "digest"
 
 
+def spacing_of(config: dict[str, Any]) -> timedelta:
+    """The least time between two deliveries of an action (the `email` kind's `min_interval_seconds`;
+    nothing for the other kinds, whose configs have no such field)."""
+    return timedelta(seconds=int(config.get("min_interval_seconds") or 0))
+
+
+def gathers_runs(config: dict[str, Any]) -> bool:
+    """Whether an action's runs due together go out together: a digest's window, and the runs an
+    action with a spacing held back until its next delivery."""
+    return _is_digest(config) or spacing_of(config) > timedelta(0)
+
+
 def claim_runs(session: Session, now: datetime, limit: int, digest_cap: int) -> Claim:
     """Claims up to `limit` due runs (and, for a digest window that is due, the rest of that window up
     to `digest_cap`). Runs of paused watches become `skipped`; a digest action's new runs are put in
@@ -227,7 +239,8 @@ def claim_runs(session: Session, now: datetime, limit: int, digest_cap: int) -> 
     if not due:
         return claim
     watches, actions = _watches_and_actions(session, due)
-    sorted_runs = _sort_due(due, watches, actions, now)
+    free_at = _next_free(session, actions)
+    sorted_runs = _sort_due(due, watches, actions, free_at, now)
     taken = sorted_runs.taken
     taken.extend(_rest_of_windows(session, base, sorted_runs, digest_cap))
     _mark_claimed(session, sorted_runs, now)
@@ -256,6 +269,26 @@ def _watches_and_actions(session: Session, due: Sequence[Any]) -> tuple[dict[str
     return watches, actions
 
 
+def _next_free(session: Session, actions: dict[str, Any]) -> dict[str, datetime]:
+    """For each action with a spacing, when it may deliver again: its last delivery's start (a run of
+    it running or succeeded) plus the spacing. The actions' rows are locked first, so two workers
+    claiming at once see each other's deliveries and do not both send."""
+    spaced = {action_id: spacing_of(row.config) for action_id, row in actions.items()}
+    spaced = {action_id: spacing for action_id, spacing in spaced.items() if spacing > timedelta(0)}
+    if not spaced:
+        return {}
+    session.execute(select(WatchAction.id).where(WatchAction.id.in_(spaced)).with_for_update())
+    last = session.execute(
+        select(WatchActionRun.action_id, func.max(WatchActionRun.started_at))
+        .where(
+            WatchActionRun.action_id.in_(spaced),
+            WatchActionRun.state.in_((RunState.RUNNING, RunState.SUCCEEDED)),
+        )
+        .group_by(WatchActionRun.action_id)
+    ).all()
+    return {action_id: started + spaced[action_id] for action_id, started in last if started is not None}
+
+
 @dataclass
 class _SortedRuns:
     """The due runs by what happens to them: skipped (paused watch), parked until their digest
@@ -268,10 +301,17 @@ class _SortedRuns:
 
 
 def _sort_due(
-    due: Sequence[Any], watches: dict[str, Any], actions: dict[str, Any], now: datetime
+    due: Sequence[Any],
+    watches: dict[str, Any],
+    actions: dict[str, Any],
+    free_at: dict[str, datetime],
+    now: datetime,
 ) -> _SortedRuns:
+    """`free_at`: when each action with a spacing may deliver again (`_next_free`); a run that would
+    go sooner waits until then, parked like a digest's run (not an attempt)."""
     runs = _SortedRuns()
     skipped, parked, taken, windows = runs.skipped, runs.parked, runs.taken, runs.windows
+    delivering: set[str] = set()
     for row in due:
         watch = watches.get(row.watch_id)
         action = actions.get(row.action_id)
@@ -286,8 +326,15 @@ def _sort_due(
             if end > now:
                 parked.setdefault(end, []).append(row.id)
                 continue
+        if spacing_of(action.config) > timedelta(0) and row.action_id not in delivering:
+            free = free_at.get(row.action_id)
+            if free is not None and free > now:
+                parked.setdefault(free, []).append(row.id)
+                continue
+            # This claim delivers for the action: its other runs due now join this delivery.
+            delivering.add(row.action_id)
         taken.append(row)
-        if _is_digest(action.config) and row.window_end is not None:
+        if gathers_runs(action.config) and row.window_end is not None:
             windows[(row.action_id, row.window_end)] = windows.get((row.action_id, row.window_end), 0) + 1
     return runs
 

@@ -1,6 +1,7 @@
-"""What clients send: watches (WatchInput, the PATCH body), action inputs, and the four action configs
-with openmagpie's limits. Structural rules live here; rules that need settings or the database (the
-account's feeds, non-public webhook addresses, the stored secrets an edit keeps) live in the services."""
+"""What clients send: watches (WatchInput, the PATCH body), action inputs, and the action configs (the
+four of openmagpie with its limits, and `email`, an extension). Structural rules live here; rules that
+need settings or the database (the account's feeds and lists, non-public webhook addresses, the stored
+secrets an edit keeps) live in the services."""
 
 from __future__ import annotations
 
@@ -8,12 +9,22 @@ import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    EmailStr,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from app.kit.v1_input import MAX_INTEGER
 from app.models import ActionKind
 from app.watches.engines.names import ENGINE_KINDS, SEMANTIC_ONLY_ENGINES
+from app.watches.newsletter_template import template_problems
 
 MAX_ACTIONS = 50
 MAX_WATCH_FEEDS = 100
@@ -114,15 +125,18 @@ IncludeFields = Annotated[
 ]
 
 
-class _Delivery(_Config):
+class _Cadence(_Config):
     delivery: Literal["instant", "digest"] = "instant"
     # At least 0 (openmagpie's bound) and nothing more: any window length is the client's to choose, up
     # to the largest integer a behaviour value takes (its windows then still end before year 9999).
     digest_interval_seconds: Annotated[int, Field(ge=0, le=MAX_INTEGER)] = 0
-    include_fields: IncludeFields = []
 
     def cadence(self) -> str:
         return f"digest/{self.digest_interval_seconds}s" if self.delivery == "digest" else "instant"
+
+
+class _Delivery(_Cadence):
+    include_fields: IncludeFields = []
 
 
 class LogConfig(_Delivery):
@@ -189,7 +203,84 @@ class WebhookConfig(_Delivery):
     headers: Annotated[dict[str, str], AfterValidator(_headers)] = {}
 
 
-ActionConfig = SemanticFilterConfig | ExtractConfig | LogConfig | WebhookConfig
+MAX_EMAIL_LISTS = 100
+MAX_EMAIL_TEMPLATE = 200_000
+# The email API's own bounds on a campaign's subject and sender (app/mail/campaign_rules.py).
+MAX_EMAIL_SHORT = 191
+# Without a word on it, an instant email action sends at most one campaign an hour; a digest's window
+# already spaces its campaigns.
+DEFAULT_EMAIL_INTERVAL = {"instant": 3600, "digest": 0}
+
+
+def _template(value: str | None) -> str | None:
+    if value is None:
+        return None
+    problems = template_problems(value)
+    if problems:
+        raise PydanticCustomError("template", "{problem}", {"problem": problems[0]})
+    return value
+
+
+class EmailConfig(_Cadence):
+    """Beyond openmagpie (`x-tidings-extension`): the item (instant) or a window of items (digest)
+    becomes a campaign of the email API, sent to lists of the same account or left as a draft. Only
+    items that passed the chain's earlier actions get here. Accounts on the free plan cannot use it."""
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"x-tidings-extension": True})
+
+    list_ids: Annotated[
+        list[Annotated[int, Field(ge=1, le=MAX_INTEGER)]],
+        Field(min_length=1, max_length=MAX_EMAIL_LISTS, description="Lists of the email API (`GET /lists`)"),
+    ]
+    subject: Annotated[
+        str | None,
+        Field(
+            max_length=MAX_EMAIL_SHORT,
+            description="`{{ item.title }}`, `{{ count }}` and `{{ watch.name }}` are filled in; default: "
+            "the item's title for one item, `<watch name>: <count> new items` for several",
+        ),
+        AfterValidator(_template),
+    ] = None
+    template: Annotated[
+        str | None,
+        Field(
+            max_length=MAX_EMAIL_TEMPLATE,
+            description="The campaign's html: `{{ item.<field> }}`, `{{ count }}`, `{{ watch.name }}` and "
+            "one `{% for item in items %}...{% endfor %}` loop are filled in; the email API's merge tags "
+            "(`{{ first_name }}`, `{{ unsubscribe_url }}`) are left for the send. Default: a list of the "
+            "items with their links",
+        ),
+        AfterValidator(_template),
+    ] = None
+    from_name: Annotated[
+        str | None, Field(max_length=MAX_EMAIL_SHORT, description="Default: the account's user's name")
+    ] = None
+    from_email: Annotated[
+        EmailStr | None,
+        Field(max_length=MAX_EMAIL_SHORT, description="Default: the account's user's address"),
+    ] = None
+    mode: Annotated[
+        Literal["send", "draft"],
+        Field(description="`send`: out at once; `draft`: a draft campaign a person reviews and sends"),
+    ] = "send"
+    min_interval_seconds: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            le=MAX_INTEGER,
+            description="At most one campaign per this many seconds; items that come sooner wait and go "
+            "together in the next one. Default: 3600 for instant delivery, 0 for a digest",
+        ),
+    ] = None
+
+    @model_validator(mode="after")
+    def _interval(self) -> EmailConfig:
+        if self.min_interval_seconds is None:
+            self.min_interval_seconds = DEFAULT_EMAIL_INTERVAL[self.delivery]
+        return self
+
+
+ActionConfig = SemanticFilterConfig | ExtractConfig | LogConfig | WebhookConfig | EmailConfig
 
 
 class ActionInput(BaseModel):

@@ -63,7 +63,7 @@ def create_watch(
         principal,
         watch_input,
         dry_run=dry_run,
-        rules=action_rules(request),
+        rules=action_rules(request, session, principal),
         now=utcnow(),
     )
     return timestamped_json_response(created, status_code=200 if dry_run else 201)
@@ -98,7 +98,7 @@ def edit_watch(
         watch_id,
         watch_input,
         dry_run=dry_run,
-        rules=action_rules(request),
+        rules=action_rules(request, session, principal),
         now=utcnow(),
     )
     return timestamped_json_response(edited)
@@ -123,7 +123,7 @@ def patch_watch(
         watch_id,
         patch,
         dry_run=dry_run,
-        rules=action_rules(request),
+        rules=action_rules(request, session, principal),
         now=utcnow(),
     )
     return timestamped_json_response(edited)
@@ -174,7 +174,7 @@ def add_action(
         watch_id,
         item,
         dry_run=dry_run,
-        rules=action_rules(request),
+        rules=action_rules(request, session, principal),
         now=utcnow(),
     )
     return timestamped_json_response(added, status_code=200 if dry_run else 201)

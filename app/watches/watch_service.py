@@ -13,8 +13,8 @@ from app.identity.principal import Principal
 from app.kit.ids import new_ulid, normalize_ulid
 from app.kit.v1_input import Cursor, invalid
 from app.models import Feed, Watch, WatchAction, WatchFeed
+from app.watches.actions.base import ActionRules
 from app.watches.chain_service import (
-    ActionRules,
     CheckedAction,
     apply_chain,
     chain_of,

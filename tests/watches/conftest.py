@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.feeds.poller import FeedPoller
 from app.kit.time import utcnow
+from app.mail.newsletter_service import MailNewsletters
 from app.models import WatchActionRun
 from app.watches.drain import RunDrain
 from app.watches.run_queue import enqueue_first_runs
@@ -77,13 +78,14 @@ def poll(settings: Settings, session_factory: sessionmaker[Session]) -> Poll:
 @pytest.fixture
 def drain(settings: Settings, session_factory: sessionmaker[Session]) -> Drain:
     """drain(at=moment, **settings changes) -> runs moved: passes of the run drain until nothing is due
-    at `at` (default now)."""
+    at `at` (default now). The email API's desk is wired in, as the scheduler wires it."""
 
     def run(at: datetime | None = None, **changes: Any) -> int:
         async def main() -> int:
             drainer = RunDrain(
                 settings.model_copy(update=changes),
                 session_factory,
+                newsletters=MailNewsletters(),
                 clock=(lambda: at) if at is not None else utcnow,
             )
             try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from app.models import ActionKind
 from app.watches.actions.base import Action
+from app.watches.actions.email import EmailAction
 from app.watches.actions.extract import ExtractAction
 from app.watches.actions.log import LogAction
 from app.watches.actions.semantic_filter import SemanticFilterAction
@@ -16,4 +17,5 @@ ACTIONS: dict[ActionKind, Action] = {
     ActionKind.EXTRACT: ExtractAction(),
     ActionKind.LOG: LogAction(),
     ActionKind.WEBHOOK: WebhookAction(),
+    ActionKind.EMAIL: EmailAction(),
 }

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
@@ -12,14 +12,26 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from app.config import Settings
+from app.kit.newsletters import Newsletter, Published
 from app.kit.safe_http import SafeHttp
 from app.kit.time import iso
 from app.models import ActionKind, RunState
-from app.watches.engines.base import ItemText
+from app.watches.engines.base import ItemText, SetupProblem
 from app.watches.engines.registry import Engines
 from app.watches.run_queue import ClaimedRun, DeliveryOutcome, Outcome
 
 log = logging.getLogger("tidings.watches")
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRules:
+    """What checking an action needs from the server and the account: whether webhooks may reach
+    private addresses, why an engine kind (empty: the default) cannot run here, if it cannot, and what
+    keeps the account from emailing lists of the email API (by config field; empty when nothing does)."""
+
+    allow_private: bool
+    engine_problem: Callable[[str], SetupProblem | None]
+    newsletter_problems: Callable[[list[int]], dict[str, list[str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +42,9 @@ class ActionContext:
     webhook_http: SafeHttp
     # Linked articles (enrichment): the same rules as any other user-given URL.
     enrich_http: SafeHttp
+    # The email API's campaigns, in a transaction of their own (the scheduler wires the email domain's
+    # desk in, app/kit/newsletters.py); None where no email domain is wired (the `email` kind errors).
+    publish: Callable[[Newsletter], Awaitable[Published]] | None = None
 
 
 @dataclass(slots=True)
@@ -69,7 +84,7 @@ class Action:
         return config
 
     def checked(
-        self, config: dict[str, Any], prior: dict[str, Any] | None, *, allow_private: bool
+        self, config: dict[str, Any], prior: dict[str, Any] | None, rules: ActionRules
     ) -> tuple[dict[str, Any], dict[str, list[str]]]:
         """A validated config as it will be stored, given the same action's stored config (`prior`, on an
         edit), and the rules it breaks that need more than its model: messages by field name."""

@@ -17,7 +17,15 @@ from app.kit.ids import new_ulid
 from app.kit.safe_http import literal_host_problem
 from app.kit.webhook_call import call_webhook
 from app.models import ActionKind, DeliveryState, RunState
-from app.watches.actions.base import Action, ActionContext, Performed, Prepared, payload, payload_items
+from app.watches.actions.base import (
+    Action,
+    ActionContext,
+    ActionRules,
+    Performed,
+    Prepared,
+    payload,
+    payload_items,
+)
 from app.watches.run_queue import ClaimedRun, DeliveryOutcome, Outcome
 from app.watches.secrets import masked_config, restore_secrets, scrub_secrets, target_host
 from app.watches.specs import WebhookConfig
@@ -97,7 +105,7 @@ class WebhookAction(Action):
         return masked_config(config)
 
     def checked(
-        self, config: dict[str, Any], prior: dict[str, Any] | None, *, allow_private: bool
+        self, config: dict[str, Any], prior: dict[str, Any] | None, rules: ActionRules
     ) -> tuple[dict[str, Any], dict[str, list[str]]]:
         """The masked URL and header values an edit sent back take the stored ones; a literal address
         that is not public is refused unless private destinations are allowed."""
@@ -108,7 +116,7 @@ class WebhookAction(Action):
                 " destination): send the real value."
             )
             return config, {name: [left_masked] for name in unresolved}
-        problem = literal_host_problem(config["url"], allow_private=allow_private)
+        problem = literal_host_problem(config["url"], allow_private=rules.allow_private)
         if problem is not None:
             return config, {"url": [f"The URL {problem}."]}
         return config, {}
