@@ -231,3 +231,53 @@ def events_reach_a_receiver(
     )
     ids = [seen.headers["webhook-id"] for seen in upstream.requests_to(path)]
     assert len(ids) == len(set(ids)), "an event was delivered twice"
+
+
+def feed_becomes_a_newsletter(
+    served: Running, token: str, sink: SmtpSink, upstream: Upstream, subject: str, *others: Running
+) -> None:
+    """RSS to email: a feed of three posts on the upstream, a watch that filters them with the engine and
+    emails the two it keeps to a list as one digest (a window of 2 s on the real clock; the in-process
+    tests own the clock for the 60 s one), the email received over SMTP, and its click tracked through
+    the server to the post."""
+    path = "/newsletter-" + re.sub(r"\W+", "-", subject.lower()) + ".xml"
+    readers = [f"{path[1:-4]}-{n}@example.com" for n in range(2)]
+    posts = [(f"{path}-{n}", f"Post {n} score={0.93 if passes(n) else 0.2}") for n in range(3)]
+    serve_items(upstream, posts, path=path)
+    with api(served, token) as http:
+        list_id = new_list(http, subject)
+        add_contacts(http, list_id, readers)
+        feed = created(
+            http.post(
+                "/v1/feeds",
+                json={"name": subject, "sources": [rss_source(upstream, path)], "is_active": False},
+            )
+        )
+        email = {
+            "kind": "email",
+            "config": {
+                "list_ids": [list_id],
+                "delivery": "digest",
+                "digest_interval_seconds": 2,
+                "subject": f"{subject}: {{{{ count }}}} posts",
+            },
+        }
+        make_watch(http, {}, [feed["id"]], [FILTER, email])  # type: ignore[arg-type]
+        assert http.patch(f"/v1/feeds/{feed['id']}", json={"is_active": True}).status_code == 200
+        wanted = f"{subject}: 2 posts"
+        wait_until(
+            lambda: len(received_with(sink, wanted)) == 2,
+            "the newsletter reached both readers",
+            served,
+            *others,
+        )
+        [campaign] = [c for c in created(http.get("/campaigns"))["data"] if c["subject"] == wanted]
+        assert campaign["lists"] == [list_id]
+    received = received_with(sink, wanted)
+    assert sorted(r.recipients[0] for r in received) == readers
+    html = received[0].part("html")
+    assert "Post 0" in html and "Post 2" in html and "Post 1" not in html
+    clicks = re.findall(r'href="(http://[^"]+/t/c/[^"]+)"', html)
+    assert len(clicks) == 2
+    landed = {httpx.get(link, follow_redirects=False).headers["location"] for link in clicks}
+    assert landed == {f"https://example.com/posts/{guid}" for guid, _ in (posts[0], posts[2])}

@@ -31,6 +31,7 @@ from tests.shipped import (
     drip,
     events_reach_a_receiver,
     expected_deliveries,
+    feed_becomes_a_newsletter,
     new_list,
     received_with,
     send_campaign,
@@ -147,3 +148,10 @@ def test_a_feed_is_polled_and_its_watch_filters_with_an_engine_and_calls_a_webho
 def test_account_webhooks_hear_subscriptions_an_open_and_the_finished_campaign(shipped: Shipped) -> None:
     """Events out from the serving process's own delivery lanes."""
     events_reach_a_receiver(shipped.served, shipped.token, shipped.sink, shipped.upstream, "Heard by serve")
+
+
+def test_a_feed_becomes_a_newsletter(shipped: Shipped) -> None:
+    """The watch's email action in the serving process: RSS, the engine's filter, a digest campaign."""
+    feed_becomes_a_newsletter(
+        shipped.served, shipped.token, shipped.sink, shipped.upstream, "Picked by serve"
+    )

@@ -23,6 +23,7 @@ from tests.shipped import (
     drip,
     events_reach_a_receiver,
     expected_deliveries,
+    feed_becomes_a_newsletter,
     new_list,
     received_with,
     send_campaign,
@@ -108,4 +109,11 @@ def test_account_webhooks_hear_the_workers_events(split: Split) -> None:
     """Events out from the worker's delivery lanes (the API process writes them, the worker sends them)."""
     events_reach_a_receiver(
         split.served, split.token, split.sink, split.upstream, "Heard by the worker", split.worker
+    )
+
+
+def test_a_feed_becomes_a_newsletter_from_the_worker(split: Split) -> None:
+    """The watch's email action in the worker, which makes and sends the campaign; the API serves clicks."""
+    feed_becomes_a_newsletter(
+        split.served, split.token, split.sink, split.upstream, "Picked by the worker", split.worker
     )
