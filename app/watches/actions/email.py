@@ -48,7 +48,9 @@ def newsletter(runs: list[ClaimedRun], items: list[dict[str, Any]]) -> Newslette
     return Newsletter(
         account_id=first.account_id,
         list_ids=[int(list_id) for list_id in config["list_ids"]],
-        title=f"{first.watch_name}: {rendered.subject}",
+        title=rendered.subject
+        if first.watch_name in rendered.subject
+        else f"{first.watch_name}: {rendered.subject}",
         subject=rendered.subject,
         html=rendered.html,
         from_name=config.get("from_name"),
