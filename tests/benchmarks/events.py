@@ -51,6 +51,9 @@ from app.config import Settings
 from app.db import create_db_engine, make_session_factory, transaction
 from app.identity.accounts import create_user
 from app.identity.tokens import create_personal_token
+from app.kit.time import utcnow
+from app.mail.events.emit import ContactEvent, emit_contact_events
+from app.mail.events.types import EventType
 from app.mail.sending.tokens import MailTokens
 from app.models import Campaign
 
@@ -194,6 +197,27 @@ def seed(url: str, opens: int) -> tuple[str, list[int]]:
     return token, ids
 
 
+def seed_open_events(url: str) -> None:
+    """`--seed-events`: each sent email's `contact.opened` event written into the outbox by the same
+    function `/t/o` calls, in one transaction, instead of through the pixel."""
+    engine = create_db_engine(url)
+    try:
+        with transaction(make_session_factory(engine)) as session:
+            rows = session.execute(
+                text("SELECT account_id, campaign_id, contact_id FROM deliverables ORDER BY id")
+            ).all()
+            now = utcnow()
+            emit_contact_events(
+                session,
+                rows[0].account_id,
+                EventType.CONTACT_OPENED,
+                [ContactEvent(row.contact_id, campaign_id=row.campaign_id) for row in rows],
+                now,
+            )
+    finally:
+        engine.dispose()
+
+
 # ------------------------------------------------------------------------------------------------- main
 
 
@@ -226,6 +250,12 @@ def main() -> None:
         action="store_true",
         help="serve's own lanes deliver while the opens arrive (default: serve --no-scheduler takes the"
         " opens, then a tidings worker delivers the queued events, timed from its start)",
+    )
+    parser.add_argument(
+        "--seed-events",
+        action="store_true",
+        help="no /t/o: write the opens' events straight into the outbox (emit_contact_events, as /t/o"
+        " does), then time the worker's delivery alone; for iterating on delivery, not the target's figure",
     )
     parser.add_argument(
         "--opens-only", action="store_true", help="no webhook: the reference rate of /t/o alone, same machine"
@@ -304,9 +334,14 @@ def main() -> None:
         pixels = [mail_tokens.open_token(deliverable_id) for deliverable_id in deliverable_ids]
 
         started = time.perf_counter()
-        open_seconds = asyncio.run(open_all(base, pixels))
+        if args.seed_events:
+            seed_open_events(args.database_url)
+        else:
+            asyncio.run(open_all(base, pixels))
+        open_seconds = time.perf_counter() - started
         opened = time.perf_counter()
-        say(f"{len(pixels):,} opens recorded in {open_seconds:.1f}s")
+        what = "open events seeded" if args.seed_events else "opens recorded"
+        say(f"{len(pixels):,} {what} in {open_seconds:.1f}s")
         counts = (0, 0, 0, 0)
         while not report.empty():
             kind, value = report.get()
@@ -347,7 +382,8 @@ def main() -> None:
         "events_per_s": round(unique / seconds, 1),
         "target_events_per_s": TARGET_EVENTS_PER_S,
         "ratio_to_target": round(unique / seconds / TARGET_EVENTS_PER_S, 2),
-        "opens_per_s": round(args.opens / open_seconds, 1),
+        "opens_per_s": None if args.seed_events else round(args.opens / open_seconds, 1),
+        "opens_through": "the outbox, seeded (--seed-events)" if args.seed_events else "/t/o",
         # The events still queued when the last open was recorded, and how fast the lanes drained them.
         "backlog_at_last_open": args.opens - acknowledged_when_opened,
         "delivered_by": "serve's lanes, during the opens"
