@@ -159,7 +159,18 @@ def worker(
 
         start_http_server(metrics_port, addr=metrics_host)
     logging.config.dictConfig(logging_config(settings.log_format))
-    asyncio.run(_run_worker(settings, once=once))
+    with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+        runner.run(_run_worker(settings, once=once))
+
+
+def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where it is installed (uvicorn[standard] brings it), as `tidings serve` runs the same jobs:
+    the event lanes' many small requests spend much of their time in the loop's transports."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 async def _run_worker(settings: Settings, *, once: bool) -> None:

@@ -29,6 +29,8 @@ from typing import Any
 import httpcore
 import httpx
 
+from app.kit.http_pool import LeanPool
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # 64:ff9b::/96 (RFC 6052): NAT64 gateways translate its last 32 bits into an IPv4 destination.
@@ -263,8 +265,9 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
     ) -> None:
         super().__init__(verify=verify, limits=limits, trust_env=False)
         ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
-        # httpx builds its pool in __init__ without a way to pass a network backend: replace it.
-        self._pool = httpcore.AsyncConnectionPool(
+        # httpx builds its pool in __init__ without a way to pass a network backend: replace it (with
+        # httpcore's pool that hands out connections at a linear cost, app/kit/http_pool.py).
+        self._pool = LeanPool(
             ssl_context=ssl_context,
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,

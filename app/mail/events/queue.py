@@ -12,8 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cache
+from typing import cast
 
-from sqlalchemy import and_, bindparam, exists, insert, select, text, update
+from sqlalchemy import Integer, String, Table, Update, bindparam, exists, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, aliased
 
 from app.kit.ids import new_ulid
@@ -114,7 +117,8 @@ def record_attempts(session: Session, attempts: Sequence[Attempted], now: dateti
     if not attempts:
         return
     session.execute(
-        insert(WebhookAttempt),
+        # The Core table: the ORM's bulk INSERT adds per-row bookkeeping the outbox has no use for.
+        insert(cast(Table, WebhookAttempt.__table__)),
         [
             {
                 "id": new_ulid(),
@@ -131,14 +135,69 @@ def record_attempts(session: Session, attempts: Sequence[Attempted], now: dateti
             for done in attempts
         ],
     )
-    settle = (
-        update(WebhookEvent)
-        .where(
-            and_(
-                WebhookEvent.id == bindparam("event_id"),
-                WebhookEvent.state == "sending",
-                WebhookEvent.attempts == bindparam("attempt"),
+    settled = [(done.event.id, done.event.attempt, _next_state(done, now)) for done in attempts]
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(
+            _settle_statement(postgres=True),
+            {
+                "ids": [event_id for event_id, _, _ in settled],
+                "attempt_numbers": [attempt for _, attempt, _ in settled],
+                "states": [after["state"] for _, _, after in settled],
+                "retry_ats": [after["next_attempt_at"] for _, _, after in settled],
+                "done_ats": [after["completed_at"] for _, _, after in settled],
+            },
+        )
+        return
+    session.execute(
+        _settle_statement(postgres=False),
+        [
+            {
+                "event_id": event_id,
+                "attempt": attempt,
+                "new_state": after["state"],
+                "retry_at": after["next_attempt_at"],
+                "done_at": after["completed_at"],
+            }
+            for event_id, attempt, after in settled
+        ],
+    )
+
+
+@cache
+def _settle_statement(*, postgres: bool) -> Update:
+    """Settling a batch: on PostgreSQL one UPDATE joined to the unnested arrays of each event's id,
+    attempt and outcome (one statement, five parameters), elsewhere one UPDATE run for each event (an
+    executemany). Built once: building a statement and its cache key costs more than running it.
+    An event is settled only while it is still `sending` under the attempt that was made."""
+    table = cast(Table, WebhookEvent.__table__)
+    if postgres:
+        rows = (
+            func.unnest(
+                bindparam("ids", type_=postgresql.ARRAY(table.c.id.type)),
+                bindparam("attempt_numbers", type_=postgresql.ARRAY(Integer)),
+                bindparam("states", type_=postgresql.ARRAY(String)),
+                bindparam("retry_ats", type_=postgresql.ARRAY(table.c.next_attempt_at.type)),
+                bindparam("done_ats", type_=postgresql.ARRAY(table.c.completed_at.type)),
             )
+            .table_valued("id", "attempt", "state", "retry_at", "done_at")
+            .render_derived(name="settled")
+        )
+        return (
+            update(table)
+            .where(table.c.id == rows.c.id, table.c.state == "sending", table.c.attempts == rows.c.attempt)
+            .values(
+                state=rows.c.state,
+                next_attempt_at=rows.c.retry_at,
+                completed_at=rows.c.done_at,
+                lease_until=None,
+            )
+        )
+    return (
+        update(table)
+        .where(
+            table.c.id == bindparam("event_id"),
+            table.c.state == "sending",
+            table.c.attempts == bindparam("attempt"),
         )
         .values(
             state=bindparam("new_state"),
@@ -146,21 +205,7 @@ def record_attempts(session: Session, attempts: Sequence[Attempted], now: dateti
             completed_at=bindparam("done_at"),
             lease_until=None,
         )
-        .execution_options(synchronize_session=False)
     )
-    params = []
-    for done in attempts:
-        after = _next_state(done, now)
-        params.append(
-            {
-                "event_id": done.event.id,
-                "attempt": done.event.attempt,
-                "new_state": after["state"],
-                "retry_at": after["next_attempt_at"],
-                "done_at": after["completed_at"],
-            }
-        )
-    session.connection().execute(settle, params)
 
 
 def take_back_stale(session: Session, now: datetime) -> int:
