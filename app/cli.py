@@ -195,6 +195,7 @@ async def _run_worker(settings: Settings, *, once: bool) -> None:
         freeze_start_up_objects()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+        typer.echo(f"Worker:       background jobs on {type(loop).__module__.split('.')[0]}'s event loop")
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
