@@ -280,6 +280,13 @@ def main() -> None:
         " does), then time the worker's delivery alone; for iterating on delivery, not the target's figure",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="how many tidings worker processes deliver (an operator scales delivery by running more;"
+        " they share the outbox through row locks)",
+    )
+    parser.add_argument(
         "--opens-only", action="store_true", help="no webhook: the reference rate of /t/o alone, same machine"
     )
     args = parser.parse_args()
@@ -370,10 +377,13 @@ def main() -> None:
             if kind == "count":
                 counts = value
         acknowledged_when_opened = counts[0]
-        worker = None
+        workers: list[subprocess.Popen[bytes]] = []
         if not args.together:
             opened = time.perf_counter()
-            worker = subprocess.Popen([str(script), "worker"], env=env, stdout=log, stderr=subprocess.STDOUT)
+            workers = [
+                subprocess.Popen([str(script), "worker"], env=env, stdout=log, stderr=subprocess.STDOUT)
+                for _ in range(max(1, args.workers))
+            ]
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             kind, value = report.get(timeout=30)
@@ -382,14 +392,14 @@ def main() -> None:
                 if counts[0] >= args.opens:
                     break
         finished = time.perf_counter()
-        worker_cpu = cpu_seconds(worker.pid) if worker is not None else None
+        worker_cpu = sum(cpu_seconds(worker.pid) or 0.0 for worker in workers) if workers else None
         time.sleep(3)  # anything delivered twice would arrive in these seconds
         while not report.empty():
             kind, value = report.get()
             if kind == "count":
                 counts = value
     finally:
-        if not args.together and "worker" in locals() and worker is not None:
+        for worker in locals().get("workers") or []:
             worker.terminate()
             worker.wait(timeout=30)
         served.terminate()
@@ -411,9 +421,9 @@ def main() -> None:
         "backlog_at_last_open": args.opens - acknowledged_when_opened,
         "delivered_by": "serve's lanes, during the opens"
         if args.together
-        else "tidings worker, after the opens",
+        else f"{max(1, args.workers)} tidings worker process(es), after the opens",
         "backlog_events_per_s": round((unique - acknowledged_when_opened) / max(finished - opened, 1e-9), 1),
-        # The worker's CPU time (start-up included) per event: steadier than the rate on a shared machine.
+        # The workers' CPU time (start-up included) per event: steadier than the rate on a shared machine.
         "worker_cpu_ms_per_event": round(1000 * worker_cpu / unique, 2) if worker_cpu and unique else None,
         "answered_500_once": failed,
         "duplicates": total - unique,
