@@ -6,8 +6,8 @@ HTTP server is polled and its watch filters the items with an engine (a fake Ope
 posts them to a webhook receiver (what its jobs do as it starts: tests/test_shipped_serve_start.py). On
 SQLite, and on PostgreSQL with TIDINGS_TEST_DATABASE_URL.
 
-(The unit tests drive each job on asyncio's own loop, the send worker's on both; uvloop's transports are different classes, and an
-assert about them once kept `tidings serve` from sending any email at all.)"""
+(The unit tests drive each job on asyncio's own loop, the send worker's on both; uvloop's transports are
+different classes, and an assert about them once kept `tidings serve` from sending any email at all.)"""
 
 from __future__ import annotations
 

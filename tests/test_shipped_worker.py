@@ -1,7 +1,8 @@
-"""`tidings serve --no-scheduler` beside a `tidings worker`, both the installed console script and both
-on uvloop: the API only in one process, the background work only in the other. A campaign and an automation's drip email reach an SMTP server on loopback, and a feed on a
-local HTTP server goes through a watch (an engine's filter, then a webhook) to a receiver. On SQLite (two
-processes on one file), and on PostgreSQL with TIDINGS_TEST_DATABASE_URL."""
+"""`tidings serve --no-scheduler` beside a `tidings worker`, both the installed console script and both on
+uvloop: the API only in one process, the background work only in the other. A campaign and an
+automation's drip email reach an SMTP server on loopback, and a feed on a local HTTP server goes through
+a watch (an engine's filter, then a webhook) to a receiver. On SQLite (two processes on one file), and on
+PostgreSQL with TIDINGS_TEST_DATABASE_URL."""
 
 from __future__ import annotations
 
