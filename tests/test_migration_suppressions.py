@@ -17,6 +17,7 @@ from app.db import create_db_engine, is_sqlite_url, make_session_factory
 from app.identity.accounts import create_user
 from app.migrate import alembic_config
 from app.models import Campaign, Contact, Deliverable, Suppression
+from tests.factories import campaign_body
 
 BEFORE = "2026_11_25_account_webhooks"
 AT = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -70,16 +71,7 @@ def test_hard_bounces_and_complaints_so_far_are_suppressed(scratch_url: str) -> 
             session.flush()
             # Only the columns the schema had then (the model has grown since).
             campaign_id = session.execute(
-                insert(Campaign)
-                .values(
-                    account_id=ann.account_id,
-                    title="T",
-                    subject="S",
-                    html="<p>x</p>",
-                    from_name="N",
-                    from_email="n@x.io",
-                )
-                .returning(Campaign.id)
+                insert(Campaign).values(account_id=ann.account_id, **campaign_body()).returning(Campaign.id)
             ).scalar_one()
             for name, spam in [("complained", True), ("both", True), ("clean", False), ("bounced", False)]:
                 session.add(
