@@ -23,8 +23,7 @@ from app.watches.actions.base import (
     ActionRules,
     Performed,
     Prepared,
-    Unreadable,
-    item_data,
+    payload_items,
 )
 from app.watches.newsletter_template import render
 from app.watches.run_queue import ClaimedRun, Outcome
@@ -61,16 +60,10 @@ def newsletter(runs: list[ClaimedRun], items: list[dict[str, Any]]) -> Newslette
 
 
 async def perform(ctx: ActionContext, runs: list[ClaimedRun]) -> list[Outcome]:
-    outcomes: list[Outcome] = []
-    good: list[ClaimedRun] = []
-    items: list[dict[str, Any]] = []
-    for run in runs:
-        try:
-            items.append(item_data(run))
-        except Unreadable as exc:
-            outcomes.append(Outcome(run, RunState.ERRORED, error=str(exc)))
-            continue
-        good.append(run)
+    # The items as a webhook body carries them (the config has no include_fields: every field).
+    found = payload_items(runs)
+    outcomes, good = found.errored, found.runs
+    items = [payload["item"] for payload in found.items]
     if not good:
         return outcomes
     if ctx.publish is None:
