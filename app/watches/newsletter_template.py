@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,15 +111,15 @@ def _in_subject(value: str) -> str:
     return SPACES.sub(" ", value).replace("{{", "{ {").replace("}}", "} }")
 
 
-def _fill(text: str, fields: list[dict[str, str]], watch_name: str, escape: Any) -> str:
-    def values(item: dict[str, str]) -> Any:
+def _fill(text: str, fields: list[dict[str, str]], watch_name: str, escape: Callable[[str], str]) -> str:
+    def values(item: dict[str, str]) -> Callable[[re.Match[str]], str]:
         def one(match: re.Match[str]) -> str:
             name = match.group(1)
             if name == "count":
                 return str(len(fields))
             if name == "watch.name":
-                return str(escape(watch_name))
-            return str(escape(item.get(name.removeprefix("item."), "")))
+                return escape(watch_name)
+            return escape(item.get(name.removeprefix("item."), ""))
 
         return one
 
