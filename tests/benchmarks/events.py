@@ -15,8 +15,9 @@ What it does:
   3. Starts `tidings serve` (uvicorn on uvloop, its scheduler on: the delivery lanes run in it) and
      registers the receiver with `POST /webhooks` for `contact.opened`.
   4. Opens each email once through `GET /t/o/{token}` (64 requests in flight) against
-     `tidings serve --no-scheduler`, then starts one `tidings worker` and waits until the receiver has
-     acknowledged every event (`--together`: serve's own lanes deliver while the opens arrive).
+     `tidings serve --no-scheduler`, then starts one `tidings worker` (`--workers N`: N of them) and
+     waits until the receiver has acknowledged every event (`--together`: serve's own lanes deliver
+     while the opens arrive).
      `--opens-only` measures `/t/o` alone, with no webhook, as the reference for the opens' rate.
   5. Prints one JSON line: events/s from the first open to the last acknowledged event, the opens' own
      rate, `backlog_events_per_s` (the events queued when the last open was recorded, over the time the
@@ -337,11 +338,9 @@ def main() -> None:
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
+        mail_tokens = MailTokens(Settings(secret_key=SECRET_KEY).resolved_secret_key)
+        pixels = [mail_tokens.open_token(deliverable_id) for deliverable_id in deliverable_ids]
         if args.opens_only:
-            pixels = [
-                MailTokens(Settings(secret_key=SECRET_KEY).resolved_secret_key).open_token(d)
-                for d in deliverable_ids
-            ]
             seconds = asyncio.run(open_all(base, pixels))
             print(
                 json.dumps(
@@ -359,8 +358,6 @@ def main() -> None:
             headers={"Authorization": f"Bearer {token}"},
         )
         hook.raise_for_status()
-        mail_tokens = MailTokens(Settings(secret_key=SECRET_KEY).resolved_secret_key)
-        pixels = [mail_tokens.open_token(deliverable_id) for deliverable_id in deliverable_ids]
 
         started = time.perf_counter()
         if args.seed_events:
