@@ -48,7 +48,7 @@ class EventDelivery(JobSet):
     @property
     def slots(self) -> asyncio.Semaphore:
         """Calls in flight in this process, at most the client's connections: a batch queued deeper in
-        httpcore's pool makes it rescan the whole queue (and poll every idle connection) for each call."""
+        the connection pool makes it walk the whole queue of requests at every handout."""
         if self._slots is None:
             self._slots = asyncio.Semaphore(max(1, self.settings.event_concurrency))
         return self._slots
