@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-import uvloop
 from sqlalchemy import Engine, delete, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.orm import Session as DbSession
@@ -20,6 +19,7 @@ from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import SmtpTransport
 from app.mail.sending.worker import SendConfig, SendWorker
 from app.models import Account, Campaign, CampaignList, Contact, ContactList, ListMembership
+from tests.loops import Run, run
 from tests.smtp_sink import Received, SmtpSink
 
 __all__ = [
@@ -30,31 +30,8 @@ __all__ = [
     "SmtpSink",
     "campaign_with_list",
     "committed_campaign",
+    "run",
 ]
-
-T = TypeVar("T")
-Run = Callable[[Coroutine[Any, Any, T]], T]
-
-# The loops the service runs on: the standard library's (`tidings worker`, under asyncio.run) and
-# uvloop (`tidings serve`: uvicorn picks it when installed, and uvicorn[standard] installs it). They
-# differ in more than speed: uvloop's transports, for one, are not subclasses of asyncio.Transport.
-LOOPS: dict[str, tuple[Callable[[], asyncio.AbstractEventLoop], type]] = {
-    "asyncio": (asyncio.SelectorEventLoop, asyncio.SelectorEventLoop),
-    "uvloop": (uvloop.new_event_loop, uvloop.Loop),
-}
-
-
-@pytest.fixture(params=list(LOOPS))
-def run(request: pytest.FixtureRequest) -> Run[Any]:
-    """Runs a coroutine to its end on a new event loop of the kind the test is parametrized with."""
-    factory, kind = LOOPS[request.param]
-
-    def run_on_loop(coroutine: Coroutine[Any, Any, T]) -> T:
-        with asyncio.Runner(loop_factory=factory) as runner:
-            assert type(runner.get_loop()) is kind
-            return runner.run(coroutine)
-
-    return run_on_loop
 
 
 @dataclass
