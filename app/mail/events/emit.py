@@ -78,9 +78,10 @@ def emit_contact_events(
     if not hooks:
         return
     ids = {event.contact_id for event in events}
-    emails = dict(
-        session.execute(select(Contact.id, Contact.email).where(Contact.id.in_(ids))).tuples().all()
-    )
+    emails: dict[int, str] = {
+        contact_id: email
+        for contact_id, email in session.execute(select(Contact.id, Contact.email).where(Contact.id.in_(ids)))
+    }
     bodies = []
     for event in events:
         data: dict[str, Any] = {"contact": {"id": event.contact_id, "email": emails.get(event.contact_id)}}
