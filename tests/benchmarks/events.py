@@ -31,11 +31,11 @@ for iterating on delivery in a minute instead of several; the figure for the tar
 default run. `worker_cpu_ms_per_event` (the worker's CPU time, start-up included, over the events) is
 steadier than the rates on a shared machine: compare changes by it too.
 
-Figures (2 shared cores, 2026-11-25; docs/performance.md has the details): the default run with 20,000
-opens delivered 309 events/s (0.31 of the 1,000 target; worker 2.87 ms of CPU an event,
-load 2.8 to 4.3), none twice, none lost, every signature valid; before this session's changes, 188
-events/s (4.68 ms, load 2.0 to 5.4). The worker is bound by its own CPU (one core, busy the whole time);
-the receiver uses about 5% of a core.
+Figures (2 cores, 2026-11-26; docs/performance.md has the details): the default run with 20,000 opens
+delivered 2,270 and 2,529 events/s with one worker (2.27 and 2.53 of the 1,000 target; 0.35 and 0.31 ms
+of the worker's CPU an event), none twice, none lost, every signature valid; the commit before
+(f5fc89b, outbound calls on httpx) 715 events/s (1.34 ms) in the same session. The opens themselves
+come through /t/o at about 180 a second, which bounds the whole from the first open.
 
 Needs a PostgreSQL server (default 127.0.0.1:5432, user postgres, trust auth).
 """
