@@ -35,7 +35,7 @@ from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Interval, String, and_, case, func, literal, select, update
+from sqlalchemy import Exists, Interval, Select, String, and_, case, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from app.db import upsert
@@ -83,11 +83,10 @@ def on_lists_joined(
     return _schedule(session, account_id, contacts_by_automation, at)
 
 
-def on_campaign_event(
-    session: Session, account_id: int, campaign_id: int, contact_id: int, trigger_type: str, at: datetime
-) -> int:
-    """A contact's first open (`open_campaign`) or click (`click_campaign`) of a campaign at `at`."""
-    automation_ids = session.scalars(
+def _campaign_triggers(trigger_type: str, campaign_id: Any, account_id: Any) -> Select[int]:
+    """The live automations a campaign's `open_campaign` or `click_campaign` event fires (the ids and
+    the account may be values or columns of an enclosing statement)."""
+    return (
         select(AutomationTrigger.automation_id)
         .join(Automation, Automation.id == AutomationTrigger.automation_id)
         .where(
@@ -95,7 +94,19 @@ def on_campaign_event(
             AutomationTrigger.campaign_id == campaign_id,
             _live_automation(account_id),
         )
-    ).all()
+    )
+
+
+def fires_on_campaign_event(trigger_type: str, campaign_id: Any, account_id: Any) -> Exists:
+    """Whether the event would fire any automation: for a statement that must know beforehand."""
+    return _campaign_triggers(trigger_type, campaign_id, account_id).exists()
+
+
+def on_campaign_event(
+    session: Session, account_id: int, campaign_id: int, contact_id: int, trigger_type: str, at: datetime
+) -> int:
+    """A contact's first open (`open_campaign`) or click (`click_campaign`) of a campaign at `at`."""
+    automation_ids = session.scalars(_campaign_triggers(trigger_type, campaign_id, account_id)).all()
     if not automation_ids:
         return 0
     return _schedule(session, account_id, {a: {contact_id} for a in automation_ids}, at)

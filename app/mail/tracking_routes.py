@@ -24,6 +24,7 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
 from app.db import SessionDep, WriteSessionDep
@@ -34,7 +35,14 @@ from app.kit.time import utcnow
 from app.mail.bounces import Report, apply_reports, parse_reports
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import MailTokens
-from app.mail.tracking_service import Sender, record_click, record_open, sender_of, unsubscribe_by_link
+from app.mail.tracking_service import (
+    Sender,
+    record_click,
+    record_open,
+    record_open_on_pool,
+    sender_of,
+    unsubscribe_by_link,
+)
 from app.state import SettingsDep, app_state
 
 # The smallest transparent GIF (42 bytes).
@@ -88,11 +96,15 @@ def _done_page(sender: Sender) -> HTMLResponse:
 
 
 @router.get("/t/o/{token}")
-def open_pixel(token: str, request: Request, session: WriteSessionDep) -> Response:
+async def open_pixel(token: str, request: Request, session: WriteSessionDep) -> Response:
+    """On PostgreSQL the open is recorded on the event loop (the pixel is the busiest route when a
+    campaign lands); on SQLite, and for an open that fires an automation, through the request's session."""
     deliverable_id = tokens_of(request).read_open(token)
     if deliverable_id is None:
         return Response(status_code=404, headers=NO_STORE)
-    record_open(session, deliverable_id, utcnow())
+    pool, now = app_state(request).async_pool, utcnow()
+    if pool is None or not await record_open_on_pool(pool, deliverable_id, now):
+        await run_in_threadpool(record_open, session, deliverable_id, now)
     return Response(PIXEL, media_type="image/gif", headers=NO_STORE)
 
 

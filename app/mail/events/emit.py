@@ -3,13 +3,13 @@ roll back together). An account without a webhook that wants the event pays one 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import insert, select
+from sqlalchemy import ColumnElement, and_, bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from app.kit.time import iso_millis
@@ -26,25 +26,41 @@ class ContactEvent:
     list_id: int | None = None
 
 
+# The account's webhooks that want an event type.
+def wanting(account_id: Any, bit: Any) -> ColumnElement[bool]:
+    """The condition on `account_webhooks` of the account's webhooks that want the event type whose
+    EventType.bit is `bit` (values or bound parameters)."""
+    return and_(AccountWebhook.account_id == account_id, AccountWebhook.event_mask.op("&")(bit) != 0)
+
+
+HOOKS_WANTING = select(AccountWebhook.id).where(wanting(bindparam("account_id"), bindparam("bit")))
+
+
 def _hooks_wanting(session: Session, account_id: int, event_type: EventType) -> list[str]:
-    return list(
-        session.scalars(
-            select(AccountWebhook.id).where(
-                AccountWebhook.account_id == account_id,
-                AccountWebhook.event_mask.op("&")(event_type.bit) != 0,
-            )
-        )
-    )
+    return list(session.scalars(HOOKS_WANTING, {"account_id": account_id, "bit": event_type.bit}))
 
 
-def _write(
-    session: Session,
+# The columns of an outbox row as `outbox_rows` makes it.
+OUTBOX_COLUMNS = (
+    "webhook_id",
+    "account_id",
+    "type",
+    "order_key",
+    "body",
+    "state",
+    "attempts",
+    "next_attempt_at",
+    "created_at",
+)
+
+
+def outbox_rows(
     account_id: int,
     hooks: list[str],
     event_type: EventType,
     bodies: list[tuple[str, dict[str, Any]]],
     now: datetime,
-) -> None:
+) -> list[dict[str, Any]]:
     """One outbox row per endpoint and event: (order key, data) pairs become Standard Webhooks bodies."""
     stamp = iso_millis(now)
     rows: list[dict[str, Any]] = []
@@ -64,8 +80,36 @@ def _write(
             }
             for hook in hooks
         )
+    return rows
+
+
+def _write(
+    session: Session,
+    account_id: int,
+    hooks: list[str],
+    event_type: EventType,
+    bodies: list[tuple[str, dict[str, Any]]],
+    now: datetime,
+) -> None:
+    rows = outbox_rows(account_id, hooks, event_type, bodies, now)
     if rows:
         session.execute(insert(WebhookEvent), rows)
+
+
+def contact_bodies(
+    events: Sequence[ContactEvent], emails: Mapping[int, str | None]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The (order key, data) pairs of contact events: ordered per contact, the contact named with its
+    email."""
+    bodies = []
+    for event in events:
+        data: dict[str, Any] = {"contact": {"id": event.contact_id, "email": emails.get(event.contact_id)}}
+        if event.campaign_id is not None:
+            data["campaign_id"] = event.campaign_id
+        if event.list_id is not None:
+            data["list_id"] = event.list_id
+        bodies.append((f"contact:{event.contact_id}", data))
+    return bodies
 
 
 def emit_contact_events(
@@ -78,19 +122,11 @@ def emit_contact_events(
     if not hooks:
         return
     ids = {event.contact_id for event in events}
-    emails: dict[int, str] = {
+    emails: dict[int, str | None] = {
         contact_id: email
         for contact_id, email in session.execute(select(Contact.id, Contact.email).where(Contact.id.in_(ids)))
     }
-    bodies = []
-    for event in events:
-        data: dict[str, Any] = {"contact": {"id": event.contact_id, "email": emails.get(event.contact_id)}}
-        if event.campaign_id is not None:
-            data["campaign_id"] = event.campaign_id
-        if event.list_id is not None:
-            data["list_id"] = event.list_id
-        bodies.append((f"contact:{event.contact_id}", data))
-    _write(session, account_id, hooks, event_type, bodies, now)
+    _write(session, account_id, hooks, event_type, contact_bodies(events, emails), now)
 
 
 def emit_campaign_sent(session: Session, account_id: int, data: dict[str, Any], now: datetime) -> None:
