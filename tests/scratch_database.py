@@ -10,7 +10,9 @@ from contextlib import contextmanager
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
 
+from app.db import create_db_engine, make_session_factory
 from app.migrate import upgrade_to_head
 
 
@@ -33,3 +35,14 @@ def scratch_database(database_url: str, suffix: str) -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@contextmanager
+def scratch_sessions(database_url: str, suffix: str) -> Iterator[tuple[str, sessionmaker[Session]]]:
+    """`scratch_database`, with a session factory of its own engine (disposed afterwards)."""
+    with scratch_database(database_url, suffix) as url:
+        engine = create_db_engine(url)
+        try:
+            yield url, make_session_factory(engine)
+        finally:
+            engine.dispose()

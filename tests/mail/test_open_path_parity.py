@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db import create_db_engine, is_sqlite_url, make_async_pool, make_session_factory, transaction
+from app.db import is_sqlite_url, make_async_pool, transaction
 from app.identity.accounts import create_user
 from app.kit.ids import new_ulid
 from app.mail.events.types import EventType, mask_of
@@ -32,7 +32,7 @@ from app.models import (
     Deliverable,
     WebhookEvent,
 )
-from tests.scratch_database import scratch_database
+from tests.scratch_database import scratch_sessions
 
 AT = datetime(2026, 11, 26, 23, 59, 58, 123456, tzinfo=UTC)
 
@@ -52,9 +52,7 @@ class Rows:
 def rows(database_url: str) -> Iterator[Rows]:
     if is_sqlite_url(database_url):
         pytest.skip("PostgreSQL only: the psycopg executor of GET /t/o runs on PostgreSQL alone")
-    with scratch_database(database_url, "open_parity") as url:
-        engine = create_db_engine(url)
-        factory = make_session_factory(engine)
+    with scratch_sessions(database_url, "open_parity") as (url, factory):
         with transaction(factory) as session:
             user = create_user(session, email="owner@example.com", name="Owner", contact_limit=100)
             session.flush()
@@ -96,10 +94,7 @@ def rows(database_url: str) -> Iterator[Rows]:
             made = Rows(
                 url, factory, user.account_id, user.id, deliverables[0].id, deliverables[1].id, contact.id
             )
-        try:
-            yield made
-        finally:
-            engine.dispose()
+        yield made
 
 
 def hooks(rows: Rows, *event_lists: list[EventType]) -> None:
