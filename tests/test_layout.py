@@ -163,7 +163,9 @@ def loop_transaction_problems(tree: ast.Module) -> list[str]:
             node = pending.pop()
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
                 continue  # a nested function runs wherever it is called (a worker thread, say)
-            if isinstance(node, ast.With | ast.AsyncWith):
+            # `async with` takes only an asynchronous context manager (psycopg's AsyncConnection's
+            # transaction(), say), which waits without holding the loop.
+            if isinstance(node, ast.With):
                 for item in node.items:
                     call = item.context_expr
                     if isinstance(call, ast.Call) and receiver_name(call.func) in SYNC_TRANSACTIONS:
@@ -234,6 +236,9 @@ async def job(self):
             pass
 
     await asyncio.to_thread(in_a_thread)
+
+    async with pool.connection() as conn, conn.transaction():
+        pass
 """
     assert loop_transaction_problems(ast.parse(source)) == ["line 3: job enters transaction()"]
 
