@@ -257,3 +257,17 @@ class PsycopgStatement:
 
     def params(self, **values: Any) -> dict[str, Any]:
         return {**self.defaults, **values}
+
+
+@dataclass(frozen=True)
+class TwoWayStatement:
+    """A statement of a hot path defined once and run two ways: `statement` through a session (SQLite,
+    and tests that share one transaction), `psycopg` (the same statement compiled once) on the async
+    pool. A parity test runs both over the same committed rows (the token lookup, the open pixel)."""
+
+    statement: Any
+    psycopg: PsycopgStatement
+
+    @classmethod
+    def of(cls, statement: Any) -> TwoWayStatement:
+        return cls(statement, PsycopgStatement.of(statement))

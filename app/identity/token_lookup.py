@@ -1,7 +1,7 @@
 """Finding a bearer token's principal (a personal access token `tdg_...` or an OAuth access token
 `tdo_...`): on the event loop with psycopg's async pool on PostgreSQL, or
 through a session of the app's factory in a worker thread (SQLite, and tests that share one transaction).
-Both run the same statements (TokenQuery: one definition, compiled once for psycopg);
+Both run the same statements (TwoWayStatement: one definition, compiled once for psycopg);
 tests/identity/test_token_lookup_parity.py runs both over the same tokens on PostgreSQL.
 
 Authentication runs on every request; doing it without a worker thread makes `GET /me` need none at all.
@@ -12,17 +12,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from fastapi.concurrency import run_in_threadpool
 from psycopg_pool import AsyncConnectionPool
-from sqlalchemy import Executable, Integer, bindparam, text
+from sqlalchemy import Integer, bindparam, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.db import PsycopgStatement, transaction
+from app.db import TwoWayStatement, transaction
 from app.identity.principal import Principal, by_oauth_access_token_hash, by_token_hash, principal_from_row
 from app.identity.tokens import OAUTH_ACCESS_TOKEN_PREFIX, TOKEN_PREFIX, hash_token
 from app.kit.time import utcnow
@@ -43,24 +42,13 @@ class TokenLookup(Protocol):
     async def find(self, token: str) -> Principal | None: ...
 
 
-@dataclass(frozen=True)
-class TokenQuery:
-    """A statement of the token lookup, defined once: SessionTokenLookup runs `statement` through
-    SQLAlchemy, PostgresTokenLookup runs `psycopg`, the same statement compiled once."""
-
-    statement: Executable
-    psycopg: PsycopgStatement
-
-    @classmethod
-    def of(cls, statement: Executable) -> TokenQuery:
-        return cls(statement, PsycopgStatement.of(statement))
-
-
-BY_TOKEN_HASH = TokenQuery.of(by_token_hash())
-BY_OAUTH_ACCESS_TOKEN_HASH = TokenQuery.of(by_oauth_access_token_hash())
+# The statements of the token lookup, each defined once: SessionTokenLookup runs them through
+# SQLAlchemy, PostgresTokenLookup on the async pool.
+BY_TOKEN_HASH = TwoWayStatement.of(by_token_hash())
+BY_OAUTH_ACCESS_TOKEN_HASH = TwoWayStatement.of(by_oauth_access_token_hash())
 # Text, not update(PersonalToken): that would also set updated_at (the column's onupdate), and marking a
 # token used is only a record, not a change to the token.
-TOUCH = TokenQuery.of(
+TOUCH = TwoWayStatement.of(
     text("UPDATE personal_tokens SET last_used_at = :now WHERE id = :token_id").bindparams(
         bindparam("now", type_=UTCDateTime()), bindparam("token_id", type_=Integer())
     )
@@ -72,7 +60,7 @@ def _now() -> datetime:
     return utcnow().replace(tzinfo=None)
 
 
-def token_query(token: str) -> tuple[TokenQuery, dict[str, Any]] | None:
+def token_query(token: str) -> tuple[TwoWayStatement, dict[str, Any]] | None:
     """The query that finds the token's principal and its values; None for a token of neither kind."""
     if token.startswith(TOKEN_PREFIX):
         return BY_TOKEN_HASH, {"token_hash": hash_token(token)}

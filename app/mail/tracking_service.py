@@ -12,7 +12,7 @@ from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
-from app.db import PsycopgStatement
+from app.db import TwoWayStatement
 from app.mail.automation_runs import fires_on_campaign_event, on_campaign_event
 from app.mail.contact_service import unsubscribe_contacts
 from app.mail.events.emit import (
@@ -47,22 +47,12 @@ def _stamp_once(session: Session, deliverable_id: int, column: Any, now: datetim
     return Hit(*row) if row is not None else None
 
 
-@dataclass(frozen=True)
-class Statement:
-    """A statement of the open's path defined once: `record_open` runs `statement` through a session,
-    `record_open_on_pool` runs `psycopg`, the same statement compiled once."""
-
-    statement: Any
-    psycopg: PsycopgStatement
-
-    @classmethod
-    def of(cls, statement: Any) -> Statement:
-        return cls(statement, PsycopgStatement.of(statement))
-
+# The statements of the open's path, each defined once: `record_open` runs them through a session,
+# `record_open_on_pool` on psycopg's async pool.
 
 # The first open stamped: no row when the email was opened before (or does not exist).
 _now = bindparam("now", type_=UTCDateTime())
-OPEN_STAMP = Statement.of(
+OPEN_STAMP = TwoWayStatement.of(
     update(Deliverable)
     .where(Deliverable.id == bindparam("deliverable_id"), Deliverable.opened_at.is_(None))
     .values(opened_at=_now, updated_at=_now)
@@ -71,7 +61,7 @@ OPEN_STAMP = Statement.of(
 )
 # What recording it needs to know, one row per webhook that wants the event (one row with no webhook
 # when none does): the contact's email, whether the open fires an automation.
-OPEN_CONTEXT = Statement.of(
+OPEN_CONTEXT = TwoWayStatement.of(
     select(
         Contact.email,
         fires_on_campaign_event("open_campaign", bindparam("campaign_id"), bindparam("account_id")),
@@ -82,7 +72,7 @@ OPEN_CONTEXT = Statement.of(
     .where(Contact.id == bindparam("contact_id"))
 )
 # Inline: no RETURNING of the new ids, which nothing reads.
-OUTBOX_INSERT = Statement.of(
+OUTBOX_INSERT = TwoWayStatement.of(
     insert(cast(Table, WebhookEvent.__table__))
     .values({name: bindparam(name) for name in OUTBOX_COLUMNS})
     .inline()

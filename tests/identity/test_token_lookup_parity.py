@@ -1,4 +1,4 @@
-"""Token lookup has one definition (token_lookup.TokenQuery: the principal queries and the touch) and
+"""Token lookup has one definition (token_lookup's TwoWayStatements: the principal queries and the touch) and
 two executors: SessionTokenLookup (a session in a worker thread; SQLite and the in-process suite) and
 PostgresTokenLookup (psycopg's async pool on the event loop; PostgreSQL). Both run here over the same
 committed tokens and must find the same principal, or none: personal and OAuth tokens, revoked,
