@@ -116,7 +116,7 @@ def record_open(session: Session, deliverable_id: int, now: datetime) -> None:
     if context.automated:
         _fire(session, hit, "open_campaign", now)
     if context.hooks:
-        session.execute(insert(WebhookEvent), _open_events(hit, context, now))
+        session.execute(OUTBOX_INSERT.statement, _open_events(hit, context, now))
 
 
 async def record_open_on_pool(pool: AsyncConnectionPool, deliverable_id: int, now: datetime) -> bool:

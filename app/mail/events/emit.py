@@ -26,13 +26,13 @@ class ContactEvent:
     list_id: int | None = None
 
 
-# The account's webhooks that want an event type.
 def wanting(account_id: Any, bit: Any) -> ColumnElement[bool]:
     """The condition on `account_webhooks` of the account's webhooks that want the event type whose
     EventType.bit is `bit` (values or bound parameters)."""
     return and_(AccountWebhook.account_id == account_id, AccountWebhook.event_mask.op("&")(bit) != 0)
 
 
+# The account's webhooks that want an event type.
 HOOKS_WANTING = select(AccountWebhook.id).where(wanting(bindparam("account_id"), bindparam("bit")))
 
 
