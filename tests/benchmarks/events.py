@@ -47,7 +47,6 @@ import asyncio
 import json
 import multiprocessing
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -60,7 +59,7 @@ from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from send_rig import prepare_database, say
+from send_rig import free_port, prepare_database, say
 
 from app.config import Settings
 from app.db import create_db_engine, make_session_factory, transaction
@@ -76,12 +75,6 @@ DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/bench_event
 SECRET_KEY = "bench-events-secret-key-long-enough-to-sign"
 HOOK_SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # 24 bytes of base64
 TARGET_EVENTS_PER_S = 1000.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # ------------------------------------------------------------------------------------------ the receiver

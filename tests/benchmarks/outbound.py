@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import json
 import multiprocessing
-import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -34,8 +33,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import uvloop
+from api import free_port
 
 from app.kit.safe_http import SafeHttp
 
@@ -49,12 +50,6 @@ HEADERS = {
     "webhook-timestamp": "1764158400",
     "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def receiver_main(port: int, ready: Any) -> None:

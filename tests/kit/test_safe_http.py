@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-import uvloop
 
 from app.kit.safe_http import (
     BlockedDestination,
@@ -25,7 +24,7 @@ from app.kit.safe_http import (
     is_public_address,
     literal_host_problem,
 )
-from tests.loops import Run
+from tests.loops import LOOPS, Run
 from tests.upstream import Upstream, big_body, endless, gzip_bomb, respond, slow
 
 Fetch = Callable[..., Any]
@@ -226,7 +225,7 @@ def test_one_client_serves_one_event_loop_after_another(upstream: Upstream) -> N
     the tests and `tidings worker --once` do: each loop gets its own connections."""
     upstream.serve("/feed", "<rss/>")
     http = SafeHttp(allow_private=True)
-    for factory in (asyncio.SelectorEventLoop, uvloop.new_event_loop, asyncio.SelectorEventLoop):
+    for factory, _ in (LOOPS["asyncio"], LOOPS["uvloop"], LOOPS["asyncio"]):
         with asyncio.Runner(loop_factory=factory) as runner:
             assert runner.run(http.get(upstream.url("/feed"))).content == b"<rss/>"
     asyncio.run(http.aclose())
