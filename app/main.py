@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect
 
 from app.authroutes import account_pages, api_auth, device_page, oauth, v1_auth
 from app.config import Settings
+from app.console.router import install_console
 from app.db import (
     create_db_engine,
     is_sqlite_url,
@@ -200,6 +201,7 @@ def include_routes(app: FastAPI) -> None:
         app.include_router(router)
     for router in watch_routers:
         app.include_router(router)
+    install_console(app)
     install_openapi_routes(app)
     install_docs_routes(app)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.feeds.source_service import (
@@ -17,6 +17,7 @@ from app.feeds.source_service import (
     preview_set,
     preview_wire,
     replace_sources,
+    sources_of_feeds,
     unique_inputs,
 )
 from app.feeds.specs import FeedFields, FeedInput, SourceInput
@@ -25,7 +26,7 @@ from app.identity.principal import Principal
 from app.kit.errors import Conflict, NotFound
 from app.kit.ids import new_ulid, normalize_ulid
 from app.kit.v1_input import Cursor
-from app.models import Feed
+from app.models import Feed, FeedItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,25 @@ def list_feeds(session: Session, account_id: int, cursor: Cursor) -> Page:
     rows = list(session.scalars(query.order_by(Feed.id.desc()).limit(cursor.limit)))
     next_cursor = rows[-1].id if len(rows) == cursor.limit else None
     return Page([feed_wire(feed) for feed in rows], next_cursor)
+
+
+def feeds_overview(session: Session, account_id: int, cursor: Cursor) -> Page:
+    """A page of the account's feeds (as `list_feeds`), each with its sources and how many items it
+    holds: the console's feed list, in three queries whatever the page's size."""
+    page = list_feeds(session, account_id, cursor)
+    ids = [feed["id"] for feed in page.items]
+    sources = sources_of_feeds(session, ids)
+    counts = dict.fromkeys(ids, 0)
+    if ids:
+        query = (
+            select(FeedItem.feed_id, func.count()).where(FeedItem.feed_id.in_(ids)).group_by(FeedItem.feed_id)
+        )
+        counts.update({feed_id: int(count) for feed_id, count in session.execute(query).all()})
+    items = [
+        {**feed, "sources": [source_wire(s) for s in sources[feed["id"]]], "item_count": counts[feed["id"]]}
+        for feed in page.items
+    ]
+    return Page(items, page.next_cursor)
 
 
 def find_feed(session: Session, account_id: int, feed_id: str, *, lock: bool = False) -> Feed:

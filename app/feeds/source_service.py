@@ -110,6 +110,16 @@ def feed_sources(session: Session, feed_id: str) -> list[Source]:
     return list(session.scalars(select(Source).where(Source.feed_id == feed_id).order_by(Source.id)))
 
 
+def sources_of_feeds(session: Session, feed_ids: list[str]) -> dict[str, list[Source]]:
+    """The sources of several feeds (a page of the feed list) in one query."""
+    found: dict[str, list[Source]] = {feed_id: [] for feed_id in feed_ids}
+    if feed_ids:
+        query = select(Source).where(Source.feed_id.in_(feed_ids)).order_by(Source.id)
+        for source in session.scalars(query):
+            found[source.feed_id].append(source)
+    return found
+
+
 def preview_set(existing: list[Source], inputs: list[SourceInput], now: datetime) -> list[dict[str, Any]]:
     """The source wires a replacement would leave, computed without changing anything."""
     by_hash = {source.spec_hash: source for source in existing}

@@ -1,0 +1,1 @@
+"""The web console under /console: server-rendered pages over the same services as the API routes."""

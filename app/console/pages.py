@@ -1,0 +1,181 @@
+"""The console's shell: who is signed in (the account session cookie of /account/sign-in), the
+navigation, the pages' headers, the form reader and the assets. Each section is a `*_routes.py` module
+beside this one that calls the same services as the API routes; see docs/console.md."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from typing import Annotated, Any
+
+from fastapi import Depends, Request, Response
+from sqlalchemy.orm import Session
+from starlette.datastructures import FormData
+
+from app.authroutes.pages import redirect, sign_in_url, this_path, user_label, with_cookies
+from app.db import SessionDep
+from app.identity.dependencies import OptionalSessionUser
+from app.identity.principal import Principal, principal_of
+from app.kit.errors import DomainError
+from app.kit.templates import html_page
+from app.models import Account, User
+
+CONSOLE = "/console"
+ASSETS = CONSOLE + "/assets"
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    label: str
+    path: str
+
+
+# Every section the console has, in the navigation's order. Only pages that exist are listed: part one
+# of the console (contacts, campaigns, ...) adds its sections here.
+SECTIONS = (
+    Section("feeds", "Feeds", CONSOLE + "/feeds"),
+    Section("watches", "Watches", CONSOLE + "/watches"),
+    Section("newsletter", "Newsletter from a feed", CONSOLE + "/newsletter"),
+    Section("engines", "Engines", CONSOLE + "/engines"),
+    Section("webhooks", "Webhooks", CONSOLE + "/webhooks"),
+    Section("tokens", "Tokens and apps", CONSOLE + "/tokens"),
+    Section("deliverability", "Deliverability", CONSOLE + "/deliverability"),
+    Section("account", "Account", CONSOLE + "/account"),
+)
+
+# Never framed nor cached (secrets are shown once); scripts and styles only from this service.
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "same-origin",
+}
+
+# The console's own scripts and styles (app/templates/console/), served by Tidings: no CDN, no bundler.
+ASSET_TYPES = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
+
+
+@cache
+def asset(name: str) -> tuple[bytes, str]:
+    """An asset's bytes and a short hash of them, which its URL carries so it can be cached for a year."""
+    data = (files("app") / "templates" / "console" / name).read_bytes()
+    return data, hashlib.sha256(data).hexdigest()[:12]
+
+
+def asset_url(name: str) -> str:
+    return f"{ASSETS}/{name}?v={asset(name)[1]}"
+
+
+class SignInRequired(Exception):
+    """Raised by the console's dependency without a session: answered by a redirect to sign-in."""
+
+    def __init__(self, next_path: str, response: Response) -> None:
+        super().__init__(next_path)
+        self.next_path = next_path
+        self.response = response
+
+
+def sign_in_redirect(_request: Request, exc: Exception) -> Response:
+    if not isinstance(exc, SignInRequired):  # pragma: no cover - registered for this class only
+        raise exc
+    return with_cookies(redirect(sign_in_url(exc.next_path)), exc.response)
+
+
+@dataclass
+class Console:
+    """The signed-in person on a console page: the principal the services take, and the page makers,
+    which carry the session cookie the dependency may have refreshed."""
+
+    principal: Principal
+    user: User
+    db: Session
+    response: Response
+
+    @property
+    def account_id(self) -> int:
+        return self.principal.account.id
+
+    def page(self, template: str, *, section: str, status: int = 200, **context: Any) -> Response:
+        page = html_page(
+            f"console/{template}",
+            status=status,
+            headers=PAGE_HEADERS,
+            sections=SECTIONS,
+            current=section,
+            signed_in_as=user_label(self.user),
+            script_url=asset_url("console.js"),
+            style_url=asset_url("console.css"),
+            **context,
+        )
+        return with_cookies(page, self.response)
+
+    def redirect(self, location: str) -> Response:
+        return with_cookies(redirect(location), self.response)
+
+
+def current_console(
+    request: Request, response: Response, signed_in: OptionalSessionUser, db: SessionDep
+) -> Console:
+    if signed_in is None:
+        raise SignInRequired(this_path(request), response)
+    account = db.get(Account, signed_in.user.account_id)
+    if account is None:
+        raise SignInRequired(this_path(request), response)
+    return Console(principal_of(signed_in.user, account), signed_in.user, db, response)
+
+
+ConsoleUser = Annotated[Console, Depends(current_console)]
+
+
+class Form:
+    """A posted form's text fields (files are ignored)."""
+
+    def __init__(self, data: FormData) -> None:
+        self.data = data
+
+    def get(self, name: str, default: str = "") -> str:
+        value = self.data.get(name)
+        return value if isinstance(value, str) else default
+
+    def text(self, name: str) -> str:
+        return self.get(name).strip()
+
+    def all(self, name: str) -> list[str]:
+        return [value for value in self.data.getlist(name) if isinstance(value, str)]
+
+    def checked(self, name: str) -> bool:
+        return name in self.data
+
+
+async def read_form(request: Request) -> Form:
+    # The same caps as every form of the service (Starlette's parts and fields limits).
+    return Form(await request.form(max_files=0, max_fields=200))
+
+
+PostedForm = Annotated[Form, Depends(read_form)]
+
+
+def messages_of(error: DomainError) -> list[str]:
+    """A service's refusal as the lines a page shows: each field's messages, or the error's own."""
+    if error.errors:
+        return [f"{field}: {message}" for field, items in error.errors.items() for message in items]
+    return [error.message]
+
+
+def item_view(item: dict[str, Any]) -> dict[str, str]:
+    """A feed item as a console row: its title, and its link only when it is an http(s) URL (an item's
+    data is what an outside feed wrote)."""
+    data = item.get("data") or {}
+    url = data.get("url") if isinstance(data, dict) else None
+    title = data.get("title") if isinstance(data, dict) else None
+    link = url if isinstance(url, str) and url.lower().startswith(("http://", "https://")) else ""
+    return {
+        "title": title if isinstance(title, str) and title else link or str(item.get("external_id", "")),
+        "link": link,
+        "source": str(item.get("source_label") or item.get("source_kind") or ""),
+        "when": str(item.get("occurred_at") or "unknown"),
+    }

@@ -1,0 +1,16 @@
+"""The console's routes, in the order the app includes them, and its sign-in redirect."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from app.console import feed_routes, shell_routes
+from app.console.pages import SignInRequired, sign_in_redirect
+
+console_routers = (shell_routes.router, feed_routes.router)
+
+
+def install_console(app: FastAPI) -> None:
+    for router in console_routers:
+        app.include_router(router)
+    app.add_exception_handler(SignInRequired, sign_in_redirect)

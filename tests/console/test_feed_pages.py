@@ -1,0 +1,99 @@
+"""The console's Feeds in-process: the pages render, and their forms go through the /v1 feed service (the
+same validation messages, the same rows as the API makes)."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from tests.authroutes.conftest import Person
+
+
+def test_the_console_sends_strangers_to_sign_in_and_back(make_client, person: Person) -> None:  # type: ignore[no-untyped-def]
+    client = make_client()
+    response = client.get("/console/feeds?after=x")
+    assert response.status_code == 303
+    assert response.headers["location"] == "/account/sign-in?next=%2Fconsole%2Ffeeds%3Fafter%3Dx"
+
+
+def test_create_preview_edit_pause_and_delete_a_feed(console: TestClient) -> None:
+    page = console.get("/console/feeds")
+    assert page.status_code == 200, page.text
+    assert "You have no feeds yet." in page.text
+    assert page.headers["cache-control"] == "no-store"
+    form = {"name": "Reading", "source_kind": "rss", "url": "http://127.0.0.1:9/feed.xml"}
+    preview = console.post("/console/feeds/new", data={**form, "action": "preview"})
+    assert preview.status_code == 200, preview.text
+    assert "Preview: nothing is saved yet" in preview.text
+    assert "http://127.0.0.1:9/feed.xml" in preview.text
+    assert "You have no feeds yet." in console.get("/console/feeds").text
+
+    refused = console.post("/console/feeds/new", data={**form, "url": "ftp://x", "action": "create"})
+    assert refused.status_code == 400
+    assert "sources[0].spec.url: Must be an http or https URL." in refused.text
+
+    created = console.post("/console/feeds/new", data={**form, "action": "create"})
+    assert created.status_code == 303, created.text
+    feed_path = created.headers["location"]
+    feed_id = feed_path.rsplit("/", 1)[1]
+    api = console.get(f"/v1/feeds/{feed_id}").json()
+    assert api["name"] == "Reading" and api["sources"][0]["spec"]["url"] == "http://127.0.0.1:9/feed.xml"
+
+    shown = console.get(feed_path)
+    assert "No items yet" in shown.text and "Pause" in shown.text
+    listed = console.get("/console/feeds")
+    assert f'href="/console/feeds/{feed_id}"' in listed.text
+
+    edited = console.post(
+        f"{feed_path}/edit",
+        data={"name": "Reading list", "poll_interval_seconds": "600", "retention_days": "7"},
+    )
+    assert edited.status_code == 303
+    api = console.get(f"/v1/feeds/{feed_id}").json()
+    assert (api["name"], api["poll_interval_seconds"], api["data"]["retention_days"]) == (
+        "Reading list",
+        600,
+        7,
+    )
+    bad = console.post(
+        f"{feed_path}/edit", data={"name": " ", "poll_interval_seconds": "0", "retention_days": "7"}
+    )
+    assert bad.status_code == 400 and "Must not be blank" in bad.text
+
+    added = console.post(
+        f"{feed_path}/sources", data={"source_kind": "forum_community", "community": "python"}
+    )
+    assert added.status_code == 303
+    sources = console.get(f"/v1/feeds/{feed_id}/sources").json()["sources"]
+    assert [s["display"] for s in sources] == ["http://127.0.0.1:9/feed.xml", "r/python"]
+    removed = console.post(f"{feed_path}/sources/{sources[0]['id']}/remove")
+    assert removed.status_code == 303
+    assert [s["display"] for s in console.get(f"/v1/feeds/{feed_id}/sources").json()["sources"]] == [
+        "r/python"
+    ]
+
+    assert console.post(f"{feed_path}/active", data={"is_active": "false"}).status_code == 303
+    assert console.get(f"/v1/feeds/{feed_id}").json()["is_active"] is False
+    assert "Resume" in console.get(feed_path).text
+
+    assert console.post(f"{feed_path}/delete").status_code == 303
+    assert console.get(f"/v1/feeds/{feed_id}").status_code == 404
+
+
+def test_a_cross_site_post_is_refused(console: TestClient) -> None:
+    response = console.post(
+        "/console/feeds/new",
+        data={"name": "x", "source_kind": "rss", "url": "http://127.0.0.1:9/f", "action": "create"},
+        headers={"Origin": "https://evil.example"},
+    )
+    assert response.status_code == 403
+    assert console.get("/v1/feeds").json()["items"] == []
+
+
+def test_the_assets_are_served_with_long_cache_headers(console: TestClient) -> None:
+    page = console.get("/console/feeds").text
+    script = page.split('<script src="', 1)[1].split('"', 1)[0]
+    response = console.get(script)
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert response.headers["content-type"].startswith("text/javascript")
+    assert console.get("/console/assets/../pages.py").status_code == 404
