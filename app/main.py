@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect
 
 from app.authroutes import account_pages, api_auth, device_page, oauth, v1_auth
 from app.config import Settings
+from app.console.pages import CONSOLE, error_page
 from app.console.router import install_console
 from app.db import (
     create_db_engine,
@@ -70,8 +71,10 @@ def error_body(request: Request, error: DomainError) -> dict[str, Any]:
 def install_error_handlers(app: FastAPI) -> None:
     # Starlette calls each handler only for the exception class it is registered for: the casts below
     # only tell the type checker so.
-    async def on_domain_error(request: Request, exc: Exception) -> JSONResponse:
+    async def on_domain_error(request: Request, exc: Exception) -> Response:
         domain = cast(DomainError, exc)
+        if request.url.path.startswith(CONSOLE + "/"):
+            return error_page(domain)
         headers = {**rate_headers(request), **domain.headers}
         return JSONResponse(error_body(request, domain), status_code=domain.status, headers=headers)
 

@@ -179,3 +179,10 @@ def item_view(item: dict[str, Any]) -> dict[str, str]:
         "source": str(item.get("source_label") or item.get("source_kind") or ""),
         "when": str(item.get("occurred_at") or "unknown"),
     }
+
+
+def error_page(error: DomainError) -> Response:
+    """A refusal on a console page (another account's feed, a plan without API access) as a page."""
+    return html_page(
+        "console/error.html", status=error.status, headers=PAGE_HEADERS, message=messages_of(error)
+    )

@@ -68,9 +68,14 @@ async def current_mail_user(request: Request, response: Response) -> Principal:
 MailUser = Annotated[Principal, Depends(current_mail_user)]
 
 
-async def current_paid_mail_user(principal: MailUser) -> Principal:
+def require_paid_plan(principal: Principal) -> None:
+    """What the email API's routes (and the console's pages over the same services) ask of the plan."""
     if principal.account.plan not in PAID_PLANS:
         raise DomainError(403, "API access requires a paid plan (lifetime or empire).", code="forbidden")
+
+
+async def current_paid_mail_user(principal: MailUser) -> Principal:
+    require_paid_plan(principal)
     return principal
 
 

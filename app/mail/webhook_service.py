@@ -8,7 +8,7 @@ import secrets
 from typing import Any
 
 from fastapi import Request
-from sqlalchemy import delete, func, select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from app.kit.errors import NotFound, ValidationFailed
@@ -16,7 +16,8 @@ from app.kit.ids import new_ulid
 from app.kit.time import utcnow
 from app.mail.common import paginate
 from app.mail.events.delivery import message_id
-from app.mail.events.types import mask_of
+from app.mail.events.emit import emit_test_event
+from app.mail.events.types import EventType, mask_of
 from app.mail.specs import WebhookCreate
 from app.models import AccountWebhook, WebhookAttempt, WebhookEvent
 
@@ -70,10 +71,27 @@ def find_webhook(session: Session, account_id: int, webhook_id: str) -> AccountW
     return hook
 
 
+def _webhooks_of(account_id: int) -> Select[AccountWebhook]:
+    return select(AccountWebhook).where(AccountWebhook.account_id == account_id).order_by(AccountWebhook.id)
+
+
 def webhooks_page(session: Session, request: Request, account_id: int) -> dict[str, Any]:
-    query = select(AccountWebhook).where(AccountWebhook.account_id == account_id).order_by(AccountWebhook.id)
-    paged = paginate(session, request, query, WEBHOOKS_PER_PAGE)
+    paged = paginate(session, request, _webhooks_of(account_id), WEBHOOKS_PER_PAGE)
     return paged.envelope([webhook_view(hook) for hook in paged.rows])
+
+
+def account_webhooks(session: Session, account_id: int) -> list[dict[str, Any]]:
+    """Every endpoint of the account (at most MAX_WEBHOOKS_PER_ACCOUNT), without its secret: the
+    console's list, which shows a secret only once, when it is made."""
+    hooks = session.scalars(_webhooks_of(account_id))
+    return [{**webhook_view(hook), "secret": None} for hook in hooks]
+
+
+def send_test_event(session: Session, hook: AccountWebhook) -> str:
+    """Queue an example of the endpoint's first event type for it alone; returns the type."""
+    event_type = EventType(hook.events[0])
+    emit_test_event(session, hook.account_id, hook.id, event_type, utcnow())
+    return str(event_type)
 
 
 def delete_webhook(session: Session, hook: AccountWebhook) -> None:
@@ -85,23 +103,32 @@ def delete_webhook(session: Session, hook: AccountWebhook) -> None:
 
 def attempts_page(session: Session, request: Request, hook: AccountWebhook) -> dict[str, Any]:
     """The endpoint's delivery log, newest first."""
-    query = (
+    paged = paginate(session, request, _attempts_of(hook), ATTEMPTS_PER_PAGE)
+    return paged.envelope([attempt_view(attempt) for attempt in paged.rows])
+
+
+def _attempts_of(hook: AccountWebhook) -> Select[WebhookAttempt]:
+    return (
         select(WebhookAttempt).where(WebhookAttempt.webhook_id == hook.id).order_by(WebhookAttempt.id.desc())
     )
-    paged = paginate(session, request, query, ATTEMPTS_PER_PAGE)
-    return paged.envelope(
-        [
-            {
-                "id": attempt.id,
-                "event_id": message_id(attempt.event_id),
-                "event_type": attempt.event_type,
-                "attempt": attempt.attempt,
-                "state": attempt.state,
-                "http_status": attempt.http_status,
-                "error": attempt.error,
-                "started_at": attempt.started_at,
-                "completed_at": attempt.completed_at,
-            }
-            for attempt in paged.rows
-        ]
-    )
+
+
+def recent_attempts(
+    session: Session, hook: AccountWebhook, limit: int = ATTEMPTS_PER_PAGE
+) -> list[dict[str, Any]]:
+    """The endpoint's last `limit` attempts, newest first (the console's delivery log)."""
+    return [attempt_view(attempt) for attempt in session.scalars(_attempts_of(hook).limit(limit))]
+
+
+def attempt_view(attempt: WebhookAttempt) -> dict[str, Any]:
+    return {
+        "id": attempt.id,
+        "event_id": message_id(attempt.event_id),
+        "event_type": attempt.event_type,
+        "attempt": attempt.attempt,
+        "state": attempt.state,
+        "http_status": attempt.http_status,
+        "error": attempt.error,
+        "started_at": attempt.started_at,
+        "completed_at": attempt.completed_at,
+    }

@@ -152,3 +152,12 @@ def emit_per_account(
         by_account.setdefault(account_id, []).append(event)
     for account_id, account_events in sorted(by_account.items()):
         emit_contact_events(session, account_id, event_type, account_events, now)
+
+
+def emit_test_event(
+    session: Session, account_id: int, hook_id: str, event_type: EventType, now: datetime
+) -> None:
+    """An example of `event_type` for one endpoint only (the console's "Send a test event"): its data
+    says `test: true` and names no real contact, and it is signed, sent and logged as any event is."""
+    data = {"test": True, "contact": {"id": 0, "email": "test@example.com"}}
+    _write(session, account_id, [hook_id], event_type, [("test", data)], now)
