@@ -41,7 +41,7 @@ SECTIONS = (
     Section("newsletter", "Newsletter from a feed", CONSOLE + "/newsletter"),
     Section("engines", "Engines", CONSOLE + "/engines"),
     Section("webhooks", "Webhooks", CONSOLE + "/webhooks"),
-    Section("tokens", "Tokens and apps", CONSOLE + "/tokens"),
+    Section("tokens", "Tokens", "/account/tokens"),
     Section("deliverability", "Deliverability", CONSOLE + "/deliverability"),
     Section("account", "Account", CONSOLE + "/account"),
 )
@@ -92,6 +92,7 @@ class Console:
 
     principal: Principal
     user: User
+    account: Account
     db: Session
     response: Response
 
@@ -125,7 +126,7 @@ def current_console(
     account = db.get(Account, signed_in.user.account_id)
     if account is None:
         raise SignInRequired(this_path(request), response)
-    return Console(principal_of(signed_in.user, account), signed_in.user, db, response)
+    return Console(principal_of(signed_in.user, account), signed_in.user, account, db, response)
 
 
 ConsoleUser = Annotated[Console, Depends(current_console)]

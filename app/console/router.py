@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from app.console import feed_routes, shell_routes, webhook_routes
+from app.console import feed_routes, settings_routes, shell_routes, webhook_routes
 from app.console.pages import SignInRequired, sign_in_redirect
 
-console_routers = (shell_routes.router, feed_routes.router, webhook_routes.router)
+console_routers = (
+    shell_routes.router,
+    feed_routes.router,
+    webhook_routes.router,
+    settings_routes.router,
+)
 
 
 def install_console(app: FastAPI) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -20,7 +20,7 @@ from app.identity.passwords import (
     password_problem,
 )
 from app.kit.errors import DomainError
-from app.kit.time import account_zone, midnight_after, utcnow
+from app.kit.time import account_zone, local_day, midnight_after, utcnow
 from app.models import PLANS, Account, User, UserSession
 
 USERNAME_MIN_LENGTH = 3
@@ -253,3 +253,34 @@ def set_user_password(session: Session, user: User, password: str) -> int:
     ended = session.execute(delete(UserSession).where(UserSession.user_id == user.id))
     session.flush()
     return int(getattr(ended, "rowcount", 0) or 0)
+
+
+def daily_cap(own: int | None, default: int) -> int:
+    """The emails an account may hand to the senders per local day: its own cap, else the operator's
+    TIDINGS_DAILY_SEND_LIMIT; 0 is no cap."""
+    return own if own is not None else default
+
+
+@dataclass(frozen=True)
+class SendingAllowance:
+    """The sending limits as they apply to an account now (the console's Account page)."""
+
+    daily_cap: int
+    own_cap: bool
+    sent_today: int
+    warmup_until: datetime | None
+    warming_up: bool
+
+
+def sending_allowance(account: Account, default_daily_cap: int, now: datetime) -> SendingAllowance:
+    today = local_day(now, account_zone(account.timezone))
+    warmup_until = account.warmup_until
+    if warmup_until is not None and warmup_until.tzinfo is None:
+        warmup_until = warmup_until.replace(tzinfo=UTC)
+    return SendingAllowance(
+        daily_cap=daily_cap(account.daily_send_limit, default_daily_cap),
+        own_cap=account.daily_send_limit is not None,
+        sent_today=account.sent_today if account.sent_day == today else 0,
+        warmup_until=warmup_until,
+        warming_up=warmup_until is not None and warmup_until > now,
+    )

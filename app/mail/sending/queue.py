@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Update
 
 from app.db import among, skip_locked, upsert
+from app.identity.accounts import daily_cap
 from app.kit.time import account_zone, local_day, start_of_next_day
 from app.mail.suppression_service import not_suppressed, suppress_contacts
 from app.models import (
@@ -380,11 +381,10 @@ def _apply_account_limits(
     own_caps = select(Account.id, Account.daily_send_limit).where(Account.id.in_(account_ids))
     caps: dict[int, int | None] = {account_id: cap for account_id, cap in session.execute(own_caps)}
 
-    def daily_cap(account_id: int) -> int:
-        own = caps.get(account_id)
-        return own if own is not None else limits.daily_send_limit
+    def cap_of(account_id: int) -> int:
+        return daily_cap(caps.get(account_id), limits.daily_send_limit)
 
-    limited = [a for a in account_ids if limits.send_rate > 0 or daily_cap(a) > 0]
+    limited = [a for a in account_ids if limits.send_rate > 0 or cap_of(a) > 0]
     if not limited:
         return list(rows), []
     accounts = {
@@ -405,7 +405,7 @@ def _apply_account_limits(
         today = local_day(now, zones[account.id])
         if account.sent_day != today:
             account.sent_day, account.sent_today = today, 0
-        cap = daily_cap(account.id)
+        cap = cap_of(account.id)
         if cap > 0 and account.sent_today >= cap:
             deferred.append((row.deliverable_id, start_of_next_day(now, zones[account.id])))
             continue
