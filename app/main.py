@@ -39,6 +39,7 @@ from app.kit.heap import freeze_start_up_objects
 from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.logs import RequestIds
+from app.mail.dns_records import system_txt_resolver
 from app.mail.hosted_form_service import FormLimits
 from app.mail.newsletter_service import MailNewsletters
 from app.mail.providers.ses import SnsClient
@@ -188,6 +189,7 @@ def set_state(app: FastAPI, settings: Settings, databases: Databases) -> None:
     state.dkim_signer = DkimSigner(settings.resolved_secret_key, settings.dkim_unsigned_headers.split(","))
     state.newsletters = MailNewsletters()
     state.engines = None
+    state.txt_resolver = system_txt_resolver
     app.state = state
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from app.kit.newsletters import NewsletterDesk
     from app.kit.pagination import PageAnchors
     from app.kit.ratelimit import RateLimiter
+    from app.mail.dns_records import TxtResolver
     from app.mail.hosted_form_service import FormLimits
     from app.mail.providers.ses import SnsClient
     from app.mail.sending.dkim import DkimSigner
@@ -57,6 +58,9 @@ class AppState(State):
     newsletters: NewsletterDesk
     # The watch actions' engines, made on first use (app/watches/dependencies.py); closed at shutdown.
     engines: Engines | None
+    # TXT lookups for the console's check of a domain's records (app/mail/dns_records.py); tests put a
+    # fake one here.
+    txt_resolver: TxtResolver
 
 
 def app_state(connection: HTTPConnection) -> AppState:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from app.console import feed_routes, settings_routes, shell_routes, webhook_routes
+from app.console import deliverability_routes, feed_routes, settings_routes, shell_routes, webhook_routes
 from app.console.pages import SignInRequired, sign_in_redirect
 
 console_routers = (
@@ -12,6 +12,7 @@ console_routers = (
     feed_routes.router,
     webhook_routes.router,
     settings_routes.router,
+    deliverability_routes.router,
 )
 
 
