@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from app.console import deliverability_routes, feed_routes, settings_routes, shell_routes, webhook_routes
+from app.console import (
+    deliverability_routes,
+    feed_routes,
+    newsletter_routes,
+    settings_routes,
+    shell_routes,
+    watch_routes,
+    webhook_routes,
+)
 from app.console.pages import SignInRequired, sign_in_redirect
 
 console_routers = (
     shell_routes.router,
     feed_routes.router,
+    watch_routes.router,
+    newsletter_routes.router,
     webhook_routes.router,
     settings_routes.router,
     deliverability_routes.router,
