@@ -1,0 +1,302 @@
+"""The console in headless Chromium (Debian's `chromium`, driven by Playwright) against a real
+`tidings serve` (its scheduler on) with a local RSS host, the fake language-model engine, an SMTP sink
+and a webhook receiver: a feed made from a URL, a newsletter built from it with a filter whose draft
+holds only the kept item, sent; a webhook's test event seen in its delivery log; a domain's DKIM record
+after `tidings dkim create`. Every page is checked with axe (no serious or critical violation), at
+375 px wide, with no console error, and no request leaving the service. One server for the module."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from sqlalchemy import Engine
+
+from app.db import make_write_session_factory
+from app.identity.tokens import create_personal_token
+from app.kit.time import utcnow
+from app.mail.dkim_service import delete_key
+from app.models import User
+from tests.authroutes.live import CommittedPerson, committed_person, require
+from tests.browser import CHROMIUM
+from tests.fake_engine import FakeEngine, running_engine
+from tests.feeds.conftest import rss
+from tests.processes import SECRET_KEY, environment, shipped_serve, tidings_script
+from tests.smtp_sink import SmtpSink, running_sink
+from tests.upstream import Upstream, running_upstream
+
+PASSWORD = "correct horse battery"
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+WAIT_SECONDS = 30.0
+# The innermost elements reaching past the screen's right edge (what to fix when a page overflows).
+WIDE_ELEMENTS = """[...document.querySelectorAll('body *')]
+  .filter(e => e.getBoundingClientRect().right > 376 && ![...e.children].some(
+      c => c.getBoundingClientRect().right > 376))
+  .slice(0, 5).map(e => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className)"""
+
+
+@dataclass
+class Served:
+    base: str
+    person: CommittedPerson
+    token: str
+    upstream: Upstream
+    engine: FakeEngine
+    sink: SmtpSink
+    database_url: str
+
+
+@pytest.fixture(scope="module")
+def served(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    require(CHROMIUM.exists(), "the Debian package chromium is not installed")
+    var_dir = tmp_path_factory.mktemp("console") / "var"
+    with (
+        running_upstream() as upstream,
+        running_engine() as llm,
+        running_sink() as sink,
+        committed_person(engine, "console_walker", PASSWORD) as person,
+    ):
+        with make_write_session_factory(engine)() as session:
+            _, token = create_personal_token(session, session.get_one(User, person.user_id))
+            session.commit()
+        upstream.serve("/feed.xml", rss([]))
+        upstream.serve("/hook", "ok", 200)
+        env = {
+            "TIDINGS_OUTBOUND_ALLOW_PRIVATE": "true",
+            "TIDINGS_ENGINE_BASE_URL": llm.base_url,
+            "TIDINGS_SMTP_URL": sink.url,
+            "TIDINGS_FEED_MIN_POLL_SECONDS": "1",
+        }
+        with shipped_serve(database_url, var_dir, **env) as server:
+            yield Served(server.base, person, token, upstream, llm, sink, database_url)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    require(CHROMIUM.exists(), "the Debian package chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+class Visitor:
+    """A phone-sized page that records console errors and every request that would leave loopback
+    (aborted), and checks each page it lands on with axe."""
+
+    def __init__(self, browser: Any) -> None:
+        from axe_playwright_python.sync_playwright import Axe
+
+        self.axe = Axe()
+        self.context = browser.new_context(viewport={"width": 375, "height": 812})
+        self.page = self.context.new_page()
+        self.console_errors: list[str] = []
+        self.left: list[str] = []
+        self.checked: list[str] = []
+        self.page.on("console", lambda message: self._console(message))
+        self.page.on("pageerror", lambda error: self.console_errors.append(str(error)))
+        self.context.route("**/*", self._route)
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.console_errors.append(message.text)
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        host = urlsplit(url).hostname or ""
+        if url.startswith(("data:", "about:")) or host in LOOPBACK:
+            route.continue_()
+        else:
+            self.left.append(url)
+            route.abort()
+
+    def check(self) -> None:
+        """axe on the current page, and nothing wider than the 375 px screen."""
+        results = self.axe.run(self.page)
+        serious = [
+            f"{v['id']}: {v['help']} ({[n['target'] for n in v['nodes']][:3]})"
+            for v in results.response["violations"]
+            if v["impact"] in ("serious", "critical")
+        ]
+        assert serious == [], f"{self.page.url}: {serious}"
+        overflow = self.page.evaluate("document.documentElement.scrollWidth")
+        wide = self.page.evaluate(WIDE_ELEMENTS) if overflow > 375 else []
+        assert overflow <= 375, f"{self.page.url} is {overflow} px wide at 375 px: {wide}"
+        self.checked.append(urlsplit(self.page.url).path)
+
+    def open(self, url: str) -> None:
+        self.page.goto(url)
+        self.check()
+
+    def click(self, name: str) -> None:
+        self.page.get_by_role("button", name=name, exact=True).click()
+        self.page.wait_for_load_state()
+        self.check()
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.console_errors == []
+        assert self.left == []
+
+
+@pytest.fixture
+def visitor(chromium: Any, served: Served) -> Iterator[Visitor]:
+    made = Visitor(chromium)
+    made.page.goto(f"{served.base}/console")
+    made.check()  # the sign-in page the console sends a stranger to
+    made.page.get_by_label("Username").fill(served.person.username)
+    made.page.get_by_label("Password").fill(PASSWORD)
+    made.page.get_by_role("button", name="Sign in").click()
+    made.page.wait_for_selector("h1:has-text('Feeds')")
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def eventually(what: Callable[[], Any], description: str) -> Any:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        found = what()
+        if found:
+            return found
+        time.sleep(0.3)
+    pytest.fail(f"not within {WAIT_SECONDS} s: {description}")
+
+
+def test_a_feed_becomes_a_filtered_newsletter_in_the_browser(visitor: Visitor, served: Served) -> None:
+    page, base = visitor.page, served.base
+    api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
+    readers = api.post("/lists", json={"name": "Readers"}).json()["id"]
+    assert api.post("/contacts", json={"email": "reader@example.net", "lists": [readers]}).status_code == 200
+
+    visitor.check()
+    page.get_by_role("link", name="New feed").click()
+    visitor.check()
+    page.get_by_label("Name").fill("Rust blog")
+    page.get_by_label("Feed URL").fill(served.upstream.url("/feed.xml"))
+    page.get_by_label("Poll every (seconds)").fill("1")
+    visitor.click("Preview")
+    assert "Preview: nothing is saved yet" in page.text_content("main")
+    visitor.click("Create feed")
+    assert page.text_content("h1") == "Rust blog"
+    feed_path = urlsplit(page.url).path
+
+    page.get_by_role("link", name="Make a newsletter from it").click()
+    visitor.check()
+    page.get_by_label("Name", exact=True).fill("Rust digest")
+    page.get_by_label("What to keep").fill("Only posts about Rust")
+    page.get_by_label("Readers").check()
+    page.get_by_label("How often").select_option("instant")
+    page.get_by_label("a draft I review and send").check()
+    visitor.click("Save the newsletter")
+    assert page.text_content("h1") == "Rust digest"
+    watch_path = urlsplit(page.url).path
+
+    # Two new posts: the engine keeps the one about Rust (score 0.95) and drops the other (0.05).
+    moment = utcnow() + timedelta(seconds=30)
+    served.upstream.serve(
+        "/feed.xml",
+        rss(
+            [("rust-1", "Rust 2.0 is out score=0.95", moment), ("cake-1", "A cake recipe score=0.05", moment)]
+        ),
+    )
+
+    def draft() -> Any:
+        campaigns = api.get("/campaigns").json()["data"]
+        return campaigns[0] if campaigns else None
+
+    campaign = eventually(draft, "the newsletter's draft campaign")
+    assert "Rust 2.0 is out" in campaign["html"] and "cake" not in campaign["html"]
+    visitor.open(base + feed_path)
+    assert "A cake recipe" in page.text_content("main")  # the feed holds both items
+    visitor.open(base + watch_path)
+    assert page.locator("svg.chart").count() == 1
+    page.get_by_role("link", name="Its runs").last.click()
+    visitor.check()
+
+    def email_run() -> bool:
+        page.reload()
+        return f"campaign {campaign['id']}" in (page.text_content("main") or "")
+
+    eventually(email_run, "the email action's run naming the campaign")
+
+    sent = api.post(f"/campaigns/{campaign['id']}/send")
+    assert sent.status_code == 200, sent.text
+    delivered = eventually(lambda: served.sink.received, "the newsletter in the SMTP sink")
+    assert delivered[0].recipients == ["reader@example.net"]
+    assert "Rust 2.0 is out" in delivered[0].part("html")
+
+    for path in (
+        "/console/feeds",
+        "/console/watches",
+        "/console/newsletter",
+        "/console/engines",
+        "/console/account",
+    ):
+        visitor.open(base + path)
+    visitor.open(base + "/console/engines")
+    assert "Answering" in page.text_content("main")
+
+
+def test_webhook_deliveries_and_dkim_records_in_the_browser(
+    visitor: Visitor, served: Served, engine: Engine, tmp_path: Path
+) -> None:
+    page, base = visitor.page, served.base
+    visitor.open(base + "/console/webhooks")
+    page.get_by_label("URL").fill(served.upstream.url("/hook"))
+    page.get_by_label("contact.subscribed").check()
+    visitor.click("Add endpoint")
+    assert (page.text_content("#secret-value") or "").strip().startswith("whsec_")
+    page.get_by_role("link", name="Open its delivery log").click()
+    visitor.check()
+    visitor.click("Send a test event")
+
+    def logged() -> bool:
+        page.reload()
+        return "succeeded" in (page.text_content("main") or "")
+
+    eventually(logged, "the test event's delivery in the log")
+    visitor.check()
+    assert served.upstream.requests_to("/hook")
+
+    try:
+        _dkim_record_is_shown(visitor, served, tmp_path)
+    finally:
+        with make_write_session_factory(engine)() as session:
+            delete_key(session, "example.com", "console")
+            session.commit()
+    visitor.open(base + "/account/tokens")
+
+
+def _dkim_record_is_shown(visitor: Visitor, served: Served, tmp_path: Path) -> None:
+    page, base = visitor.page, served.base
+    made = subprocess.run(
+        [tidings_script(), "dkim", "create", "--domain", "example.com", "--selector", "console"],
+        env=environment(served.database_url, tmp_path / "var", base, TIDINGS_SECRET_KEY=SECRET_KEY),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert made.returncode == 0, made.stderr
+    visitor.open(base + "/console/deliverability")
+    assert "console._domainkey.example.com" in page.text_content("main")
+    page.get_by_label("Check a domain's records in DNS now").fill("example.com")
+    visitor.click("Check")
+    # This machine has no DNS to ask: the page says so and still lists what to publish.
+    shown = page.text_content("main") or ""
+    assert "DNS could not be reached" in shown or "What DNS publishes for example.com" in shown
