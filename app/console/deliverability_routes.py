@@ -9,8 +9,14 @@ from fastapi.concurrency import run_in_threadpool
 from app.console.pages import CONSOLE, ConsoleUser
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
+from app.kit.time import utcnow
 from app.mail.dns_records import DnsRecord, DnsUnreachable, check_records, records_for, sending_domains
-from app.state import app_state
+from app.mail.stats import DeliverabilityReport, deliverability_report
+from app.state import SettingsDep, app_state
+
+# The receivers' complaint thresholds for bulk senders (Gmail, Yahoo): stay under 0.1%, never reach 0.3%.
+COMPLAINT_WARNING = 0.001
+COMPLAINT_NEVER = 0.003
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
 
@@ -22,8 +28,14 @@ def _records(me: ConsoleUser, check: str) -> tuple[list[tuple[str, list[DnsRecor
     ) if check else []
 
 
+def _report(me: ConsoleUser) -> DeliverabilityReport:
+    return deliverability_report(me.db, me.account_id, utcnow())
+
+
 @router.get(CONSOLE + "/deliverability")
-async def deliverability_page(request: Request, me: ConsoleUser, check: str = "") -> Response:
+async def deliverability_page(
+    request: Request, me: ConsoleUser, settings: SettingsDep, check: str = ""
+) -> Response:
     """`?check=example.com` asks DNS (the database is read in a worker thread, DNS on the event loop)."""
     errors: list[str] = []
     try:
@@ -39,8 +51,13 @@ async def deliverability_page(request: Request, me: ConsoleUser, check: str = ""
             problem = (
                 f"{unreachable} What to publish is listed below; check again once this server can reach DNS."
             )
+    report = await run_in_threadpool(_report, me)
     page = me.page(
         "deliverability.html",
+        report=report,
+        complaint_warning=COMPLAINT_WARNING * 100,
+        complaint_never=COMPLAINT_NEVER * 100,
+        bounce_stop=settings.bounce_stop_rate * 100,
         section="deliverability",
         domains=domains,
         check=check,

@@ -7,6 +7,7 @@ Rates and averages are percentages from 0 to 100 with two decimals, 0.0 while no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, case, func, select
@@ -160,3 +161,55 @@ def list_averages(session: Session, list_ids: list[int]) -> dict[int, tuple[floa
         list_id: (round(float(opens or 0), 2), round(float(clicks or 0), 2))
         for list_id, opens, clicks in rows
     }
+
+
+# The campaigns a deliverability report reads (the newest, when an account sent more in its window).
+REPORT_CAMPAIGNS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class DeliverabilityReport:
+    """An account's campaigns of the last `days` days with their bounce and complaint rates, the rates
+    over all of them, and the campaigns the automatic stop halted (with why)."""
+
+    days: int
+    campaigns: list[tuple[Campaign, CampaignStatsOut]]
+    sent: int
+    bounced: int
+    complaints: int
+
+    @property
+    def bounce_rate(self) -> float:
+        return _percent(self.bounced, self.sent)
+
+    @property
+    def complaint_rate(self) -> float:
+        # Of delivered emails, as the automatic stop and the receivers count them.
+        return _percent(self.complaints, self.sent - self.bounced)
+
+    @property
+    def halted(self) -> list[Campaign]:
+        return [campaign for campaign, _ in self.campaigns if campaign.halted_at is not None]
+
+
+def deliverability_report(
+    session: Session, account_id: int, now: datetime, days: int = 30
+) -> DeliverabilityReport:
+    since = now - timedelta(days=days)
+    campaigns = list(
+        session.scalars(
+            select(Campaign)
+            .where(Campaign.account_id == account_id, Campaign.sent_at >= since)
+            .order_by(Campaign.id.desc())
+            .limit(REPORT_CAMPAIGNS)
+        )
+    )
+    stats = campaign_stats(session, campaigns)
+    rows = [(campaign, stats[campaign.id]) for campaign in campaigns]
+    return DeliverabilityReport(
+        days=days,
+        campaigns=rows,
+        sent=sum(row.sent_count for _, row in rows),
+        bounced=sum(row.bounce_count for _, row in rows),
+        complaints=sum(row.spam_count for _, row in rows),
+    )

@@ -3,13 +3,17 @@ key, and the on-demand check through a fake resolver (published, different, miss
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from app.kit.time import utcnow
 from app.mail.dkim_service import create_key
 from app.mail.dns_records import DnsUnreachable
+from app.models import Campaign
+from tests.authroutes.conftest import Person
+from tests.factories import add_campaign, add_contacts, add_deliverable
 
 SECRET = "test-secret-key-that-is-long-enough-for-tests"
 
@@ -19,7 +23,7 @@ def test_the_records_to_publish_and_their_check_through_the_resolver(
 ) -> None:
     page = console.get("/console/deliverability")
     assert page.status_code == 200, page.text
-    assert '<h2 id="domain-1">example.com</h2>' in page.text
+    assert '<h3 id="domain-1">example.com</h3>' in page.text
     assert "No DKIM key yet" in page.text
     key = create_key(
         db, SECRET, "example.com", selector="s1", algorithm="rsa", now=datetime(2026, 11, 1, tzinfo=UTC)
@@ -65,3 +69,38 @@ def test_the_records_to_publish_and_their_check_through_the_resolver(
 
     bad = console.get("/console/deliverability?check=not a domain")
     assert "is not a domain name" in bad.text
+
+
+def test_bounce_and_complaint_rates_of_the_last_30_days_and_the_automatic_stops(
+    console: TestClient, db: Session, person: Person
+) -> None:
+    now = utcnow()
+    contacts = add_contacts(db, person.account_id, 4)
+    recent, halted, old = (
+        add_campaign(db, person.account_id, title) for title in ("Recent", "Halted", "Old")
+    )
+    for campaign_id, when in (
+        (recent, now - timedelta(days=2)),
+        (halted, now - timedelta(days=1)),
+        (old, now - timedelta(days=40)),
+    ):
+        campaign = db.get_one(Campaign, campaign_id)
+        campaign.sent_at = when
+        if campaign_id == halted:
+            campaign.halted_at, campaign.halt_reason = when, "bounce rate 50.0% passed 10.0%"
+    db.flush()
+    sent = {"state": "sent", "sent_at": now - timedelta(days=1)}
+    add_deliverable(db, person.account_id, recent, contacts[0], **sent, spam_at=now)
+    add_deliverable(db, person.account_id, recent, contacts[1], **sent)
+    add_deliverable(
+        db, person.account_id, halted, contacts[2], **{**sent, "state": "bounced"}, bounced_at=now
+    )
+    add_deliverable(db, person.account_id, halted, contacts[3], **sent)
+    add_deliverable(db, person.account_id, old, contacts[0], **{**sent, "state": "bounced"}, bounced_at=now)
+
+    page = console.get("/console/deliverability").text
+    # 4 sent in the window: 1 bounce (25%), 1 complaint of 3 delivered (33.33%); the old campaign is out.
+    assert "Over 4 emails sent" in page
+    assert "25.00%" in page and "33.33%" in page
+    assert "Recent" in page and ">Old<" not in page
+    assert "Halted: bounce rate 50.0% passed 10.0%" in page
