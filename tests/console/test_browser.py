@@ -67,7 +67,10 @@ def served(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathF
         with make_write_session_factory(engine)() as session:
             _, token = create_personal_token(session, session.get_one(User, person.user_id))
             session.commit()
-        upstream.serve("/feed.xml", rss([]))
+        # A first post, dated after the feed is made (a new source takes only what comes after it).
+        upstream.serve(
+            "/feed.xml", rss([("welcome", "Welcome post score=0.5", utcnow() + timedelta(minutes=5))])
+        )
         upstream.serve("/hook", "ok", 200)
         env = {
             "TIDINGS_OUTBOUND_ALLOW_PRIVATE": "true",
@@ -109,11 +112,16 @@ class Visitor:
         self.checked: list[str] = []
         self.page.on("console", lambda message: self._console(message))
         self.page.on("pageerror", lambda error: self.console_errors.append(str(error)))
+        self.page.on("response", lambda response: self._response(response))
         self.context.route("**/*", self._route)
 
     def _console(self, message: Any) -> None:
         if message.type == "error":
             self.console_errors.append(message.text)
+
+    def _response(self, response: Any) -> None:
+        if response.status >= 400:
+            self.console_errors.append(f"{response.status} {response.request.method} {response.url}")
 
     def _route(self, route: Any) -> None:
         url = route.request.url
@@ -196,9 +204,20 @@ def test_a_feed_becomes_a_filtered_newsletter_in_the_browser(visitor: Visitor, s
     assert page.text_content("h1") == "Rust blog"
     feed_path = urlsplit(page.url).path
 
+    def polled() -> bool:
+        page.reload()
+        return "Welcome post" in (page.text_content("main") or "")
+
+    eventually(polled, "the feed's first item on its page")
+    visitor.check()
+
     page.get_by_role("link", name="Make a newsletter from it").click()
     visitor.check()
     page.get_by_label("Name", exact=True).fill("Rust digest")
+    # The preview follows the form as it is typed (console.js asks the page's own Preview).
+    page.get_by_label("Subject").fill("Fresh: {{ item.title }}")
+    page.wait_for_selector("#nl-preview-subject:has-text('Fresh: Welcome post')")
+    visitor.check()
     page.get_by_label("What to keep").fill("Only posts about Rust")
     page.get_by_label("Readers").check()
     page.get_by_label("How often").select_option("instant")
@@ -208,7 +227,7 @@ def test_a_feed_becomes_a_filtered_newsletter_in_the_browser(visitor: Visitor, s
     watch_path = urlsplit(page.url).path
 
     # Two new posts: the engine keeps the one about Rust (score 0.95) and drops the other (0.05).
-    moment = utcnow() + timedelta(seconds=30)
+    moment = utcnow() + timedelta(minutes=10)  # after the welcome post: sources keep a watermark
     served.upstream.serve(
         "/feed.xml",
         rss(

@@ -25,4 +25,23 @@ document.addEventListener("DOMContentLoaded", () => {
     select.addEventListener("change", update);
     update();
   }
+  // A form with data-live-preview refreshes that region as you type: the page's own Preview button's
+  // answer, fetched in the background, and only its region swapped in.
+  for (const form of document.querySelectorAll("form[data-live-preview]")) {
+    const region = document.getElementById(form.dataset.livePreview);
+    let timer = null;
+    const refresh = async () => {
+      const body = new URLSearchParams(new FormData(form));
+      body.set("action", "preview");
+      // getAttribute: the form's buttons named "action" hide its `action` property.
+      const answer = await fetch(form.getAttribute("action"), { method: "POST", body, credentials: "same-origin" });
+      const page = new DOMParser().parseFromString(await answer.text(), "text/html");
+      const fresh = page.getElementById(form.dataset.livePreview);
+      if (fresh && region) region.replaceChildren(...fresh.childNodes);
+    };
+    form.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => refresh().catch(() => {}), 600);
+    });
+  }
 });
