@@ -79,12 +79,14 @@ def install_error_handlers(app: FastAPI) -> None:
         headers = {**rate_headers(request), **domain.headers}
         return JSONResponse(error_body(request, domain), status_code=domain.status, headers=headers)
 
-    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+    async def on_http_error(request: Request, exc: Exception) -> Response:
         http = cast(StarletteHTTPException, exc)
         messages = {404: "Not Found.", 405: "Method Not Allowed."}
         message = messages.get(http.status_code, str(http.detail))
         codes = {404: "not_found", 405: "method_not_allowed"}
         error = DomainError(http.status_code, message, code=codes.get(http.status_code))
+        if request.url.path.startswith(CONSOLE + "/"):
+            return error_page(error)
         return JSONResponse(error_body(request, error), status_code=http.status_code, headers=http.headers)
 
     async def on_request_validation(request: Request, exc: Exception) -> JSONResponse:

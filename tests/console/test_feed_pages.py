@@ -3,12 +3,16 @@ same validation messages, the same rows as the API makes)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi.testclient import TestClient
 
-from tests.authroutes.conftest import Person
+from tests.authroutes.conftest import SAME_ORIGIN, Person, sign_in
 
 
-def test_the_console_sends_strangers_to_sign_in_and_back(make_client, person: Person) -> None:  # type: ignore[no-untyped-def]
+def test_the_console_sends_strangers_to_sign_in_and_back(
+    make_client: Callable[..., TestClient], person: Person
+) -> None:
     client = make_client()
     response = client.get("/console/feeds?after=x")
     assert response.status_code == 303
@@ -97,3 +101,22 @@ def test_the_assets_are_served_with_long_cache_headers(console: TestClient) -> N
     assert response.headers["cache-control"] == "public, max-age=31536000, immutable"
     assert response.headers["content-type"].startswith("text/javascript")
     assert console.get("/console/assets/../pages.py").status_code == 404
+
+
+def test_an_unknown_console_page_and_another_accounts_feed_are_html_404s(
+    console: TestClient, make_client: Callable[..., TestClient], make_person: Callable[..., Person]
+) -> None:
+    missing = console.get("/console/nowhere")
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("text/html")
+    other = make_client(outbound_allow_private=True)
+    sign_in(other, make_person("someone_else"))
+    other.headers.update(SAME_ORIGIN)
+    made = other.post(
+        "/console/feeds/new",
+        data={"name": "Theirs", "source_kind": "rss", "url": "http://127.0.0.1:9/f", "action": "create"},
+    )
+    theirs = made.headers["location"]
+    shown = console.get(theirs)
+    assert shown.status_code == 404 and "No feed" in shown.text and "Theirs" not in shown.text
+    assert console.post(theirs + "/delete").status_code == 404
+    assert other.get(theirs).status_code == 200
