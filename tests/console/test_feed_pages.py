@@ -3,7 +3,7 @@ same validation messages, the same rows as the API makes)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from fastapi.testclient import TestClient
 
@@ -120,3 +120,37 @@ def test_an_unknown_console_page_and_another_accounts_feed_are_html_404s(
     assert shown.status_code == 404 and "No feed" in shown.text and "Theirs" not in shown.text
     assert console.post(theirs + "/delete").status_code == 404
     assert other.get(theirs).status_code == 200
+
+
+def test_a_form_is_read_with_a_cap(console: TestClient) -> None:
+    too_large = console.post(
+        "/console/feeds/new",
+        content=b"name=" + b"x" * (1024 * 1024 + 1),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert too_large.status_code == 413 and too_large.headers["content-type"].startswith("text/html")
+
+    def chunked() -> Iterator[bytes]:
+        for _ in range(20):
+            yield b"x" * 65536
+
+    streamed = console.post(
+        "/console/feeds/new",
+        content=chunked(),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert streamed.status_code == 413
+    assert console.post("/console/feeds/new", json={"name": "x"}).status_code == 415
+    assert (
+        console.post(
+            "/console/feeds/new",
+            content=b"name=%ff",
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        ).status_code
+        == 400
+    )
+    with_nul = console.post(
+        "/console/feeds/new",
+        data={"name": "Nul\x00l", "source_kind": "rss", "url": "http://127.0.0.1:9/f", "action": "preview"},
+    )
+    assert with_nul.status_code == 200 and 'value="Null"' in with_nul.text
