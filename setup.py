@@ -11,7 +11,16 @@ setup(
     packages=[*find_packages(include=["app", "app.*"]), "app._migrations", "app._openapi"],
     package_dir={"app._migrations": "migrations", "app._openapi": "openapi"},
     package_data={
-        "app": ["py.typed", "templates/*.html", "templates/*.css", "templates/*/*.html", "templates/*/*.js", "templates/*/*.css"],
+        "app": [
+            "py.typed",
+            "templates/*.html",
+            "templates/*.css",
+            "templates/*/*.html",
+            "templates/*/*.js",
+            "templates/*/*.css",
+            # The console's sections (templates/console/feeds/, ...).
+            "templates/*/*/*.html",
+        ],
         "app._migrations": ["script.py.mako", "versions/*.py"],
         "app._openapi": ["*.yaml"],
     },

@@ -95,3 +95,12 @@ def test_the_installed_package_migrates_and_serves_from_any_directory(
         assert document.text == shipped.read_text()
         assert httpx.get(f"{served.base}/docs", timeout=10).status_code == 200
     assert not (elsewhere / "var").exists()
+    # Every page template ships, the console's sections a folder deeper than the rest included.
+    templates = Path(__file__).resolve().parent.parent / "app" / "templates"
+    shipped_templates = installed.site_packages / "app" / "templates"
+    missing = [
+        str(path.relative_to(templates))
+        for path in templates.rglob("*")
+        if path.is_file() and not (shipped_templates / path.relative_to(templates)).is_file()
+    ]
+    assert missing == []
