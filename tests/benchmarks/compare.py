@@ -125,7 +125,10 @@ def run_one(side: Side, bench: str, extra: list[str], url: str, timeout: float) 
     command = [str(side.python), str(script), "--database-url", database_url(url, side.label), *extra]
     say(f"{side.label} ({side.commit[:12]}): {bench} {' '.join(extra)}")
     load = os.getloadavg()[0]
-    done = subprocess.run(command, cwd=side.root, stdout=subprocess.PIPE, text=True, timeout=timeout)
+    # The benchmark and the workers it starts import this side's `app`, whatever the interpreter's
+    # site-packages point to (an editable install of another checkout, say).
+    env = {**os.environ, "PYTHONPATH": str(side.root)}
+    done = subprocess.run(command, cwd=side.root, env=env, stdout=subprocess.PIPE, text=True, timeout=timeout)
     if done.returncode != 0:
         raise SystemExit(f"{side.label}: {bench}.py exited {done.returncode}")
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
