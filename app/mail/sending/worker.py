@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from prometheus_client import Counter
 from sqlalchemy import Connection, select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -156,11 +157,16 @@ class SendWorker:
             if connection is not None:
                 try:
                     record_sent(connection, outcomes, self.clock())
+                except DBAPIError as exc:
+                    self._drop_recording_connection(connection)
+                    if not exc.connection_invalidated:
+                        raise
+                    # Dropped by the database since the last group (a restart, a failover): once more
+                    # on a fresh connection, which the pool pings first. The UPDATE only changes rows
+                    # still held under the claim's lease, so running it again is harmless.
+                    record_sent(self._recording_connection() or connection, outcomes, self.clock())
                 except BaseException:
-                    # Not reused after an error (the database restarted, say): the next group checks
-                    # out a fresh one, which the pool pings first.
-                    self._recording = None
-                    connection.close()
+                    self._drop_recording_connection(connection)
                     raise
                 return
         with transaction(self.session_factory) as session:
@@ -178,6 +184,12 @@ class SendWorker:
                 return bind
             self._recording = bind.connect().execution_options(isolation_level="AUTOCOMMIT")
         return self._recording
+
+    def _drop_recording_connection(self, connection: Connection) -> None:
+        """Not reused after an error: the next group checks out a fresh one."""
+        if self._recording is connection:
+            self._recording = None
+            connection.close()
 
     def close(self) -> None:
         """Return the recording connection to the pool (the end of the process's jobs)."""
