@@ -67,3 +67,4 @@ class MailJobs(JobSet):
 
     async def aclose(self) -> None:
         await self.transport.close()
+        self.worker.close()

@@ -15,7 +15,20 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import cast
 
-from sqlalchemy import Integer, String, Table, Update, bindparam, exists, func, insert, select, text, update
+from sqlalchemy import (
+    Integer,
+    Select,
+    String,
+    Table,
+    Update,
+    bindparam,
+    exists,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, aliased
 
@@ -57,8 +70,11 @@ class Attempted:
     completed_at: datetime
 
 
-def claim_events(session: Session, now: datetime, limit: int, lease: timedelta) -> list[ClaimedEvent]:
-    """Up to `limit` due events, marked `sending` until `now + lease`."""
+@cache
+def _due_events() -> Select[int, str, str, str, str, str, int, datetime]:
+    """The claim's query, built once: every worker runs it twice a second per lane even with nothing to
+    deliver, and building it (an aliased table's clauses are made afresh each time) cost several times
+    what running it on an empty outbox does (about 4 ms of CPU a call before)."""
     earlier = aliased(WebhookEvent)
     blocked = exists().where(
         earlier.webhook_id == WebhookEvent.webhook_id,
@@ -66,7 +82,7 @@ def claim_events(session: Session, now: datetime, limit: int, lease: timedelta) 
         earlier.id < WebhookEvent.id,
         earlier.state.in_(("pending", "sending")),
     )
-    query = (
+    return (
         select(
             WebhookEvent.id,
             WebhookEvent.webhook_id,
@@ -79,12 +95,20 @@ def claim_events(session: Session, now: datetime, limit: int, lease: timedelta) 
         )
         .join(AccountWebhook, AccountWebhook.id == WebhookEvent.webhook_id)
         # Word for word the partial index's predicate.
-        .where(text("webhook_events.state = 'pending'"), WebhookEvent.next_attempt_at <= now, ~blocked)
+        .where(
+            text("webhook_events.state = 'pending'"),
+            WebhookEvent.next_attempt_at <= bindparam("now"),
+            ~blocked,
+        )
         .order_by(WebhookEvent.id)
-        .limit(limit)
+        .limit(bindparam("limit", type_=Integer))
         .with_for_update(of=WebhookEvent, skip_locked=True)
     )
-    rows = session.execute(query).all()
+
+
+def claim_events(session: Session, now: datetime, limit: int, lease: timedelta) -> list[ClaimedEvent]:
+    """Up to `limit` due events, marked `sending` until `now + lease`."""
+    rows = session.execute(_due_events(), {"now": now, "limit": limit}).all()
     if not rows:
         return []
     session.execute(

@@ -27,7 +27,7 @@ import base64
 import hashlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import cast
@@ -163,6 +163,46 @@ def relaxed_body(body: bytes) -> bytes:
     return cast(bytes, correct_empty_body(strip_trailing_lines(body)))
 
 
+def relaxed_headers(
+    headers: Iterable[tuple[bytes, bytes]], names: Iterable[bytes]
+) -> list[tuple[bytes, bytes]]:
+    """The headers named in `names` (lowercase) in relaxed canonical form (RFC 6376 3.4.2), as dkimpy
+    makes them. A value without a line break, tab or run of spaces (nearly every header a rendered
+    email has) only loses its surrounding whitespace, which spares dkimpy's two regular expressions
+    per header; the others go through dkimpy's own code. Headers not signed are left out."""
+    wanted = set(names)
+    canonical: list[tuple[bytes, bytes]] = []
+    for name, value in headers:
+        lowered = name.lower().rstrip()
+        if lowered not in wanted:
+            continue
+        inner = value[:-2] if value.endswith(b"\r\n") else value  # a parsed header keeps its line end
+        if b"\r" in inner or b"\n" in inner or b"\t" in inner or b"  " in inner:
+            [(lowered, relaxed)] = RELAXED.canonicalize_headers([(name, value)])
+            canonical.append((lowered, relaxed))
+        else:
+            canonical.append((lowered, value.strip() + b"\r\n"))
+    return canonical
+
+
+def header_hash_input(
+    headers: Sequence[tuple[bytes, bytes]], include: Sequence[bytes], signature: tuple[bytes, bytes]
+) -> bytes:
+    """What the header hash covers (RFC 6376 3.7), the bytes dkimpy's hash_headers feeds it: for each
+    name in `include`, the last of its headers not taken yet, in relaxed form; then the signature's own
+    header (its b= empty) without its line end. One pass over the signed headers instead of dkimpy's
+    search of every header, lowercased again, for each name. `signature` is the header this module
+    writes (see below)."""
+    found: dict[bytes, list[bytes]] = {}
+    for name, value in relaxed_headers(headers, include):
+        found.setdefault(name, []).append(name + b":" + value)
+    taken = [found[name].pop() for name in include if found.get(name)]
+    # The signature's own header, which this module folds with CRLF and spaces only: unfolded, its runs
+    # of spaces made one (what dkimpy's regular expressions do, at a tenth of their cost on a long value).
+    name, value = signature
+    return b"".join(taken) + name.lower() + b":" + b" ".join(value.replace(b"\r\n", b"").split())
+
+
 def signature_header(
     message: bytes, key: SigningKey, *, now: int | None = None, unsigned: Iterable[bytes] = ()
 ) -> bytes:
@@ -194,16 +234,8 @@ def signature_header(
         (b"b", b""),
     ]
     unsigned_value = dkim.fold(b"; ".join(b"=".join(field) for field in fields), namelen=len(SIGNATURE_NAME))
-    hasher = hashlib.sha256()
-    dkim.hash_headers(
-        hasher,
-        RELAXED,
-        RELAXED.canonicalize_headers(headers),
-        include,
-        (SIGNATURE_NAME, b" " + unsigned_value),
-        None,
-    )
-    fields[-1] = (b"b", base64.b64encode(key.sign_digest(hasher.digest())))
+    digest = hashlib.sha256(header_hash_input(headers, include, (SIGNATURE_NAME, b" " + unsigned_value)))
+    fields[-1] = (b"b", base64.b64encode(key.sign_digest(digest.digest())))
     value: bytes = dkim.fold(
         b"; ".join(b"=".join(field) for field in fields) + b"\r\n", namelen=len(SIGNATURE_NAME)
     )

@@ -32,6 +32,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Update
 
@@ -502,28 +503,41 @@ def _still_held(lease_until: datetime | None) -> ColumnElement[bool]:
 
 
 def _record_sent(session: Session, sent: Sequence[Outcome], now: datetime) -> None:
-    """The common case, nearly every row, in one statement although each row has its own Message-ID: on
-    PostgreSQL an UPDATE joined to the unnested arrays of ids and Message-IDs, elsewhere one UPDATE run
-    for all rows (an executemany). One statement per lease the rows were claimed under."""
-    if not sent:
-        return
+    """The common case, nearly every row, in one statement although each row has its own Message-ID (see
+    _sent_writes)."""
+    postgres = session.get_bind().dialect.name == "postgresql"
+    for statement, parameters in _sent_writes(postgres, sent, now):
+        session.execute(statement, parameters)
+
+
+def record_sent(connection: Connection, sent: Sequence[Outcome], now: datetime) -> None:
+    """Sent outcomes alone (nearly every group the recorder writes) on a connection of their own in
+    autocommit: each statement is atomic and fenced by the claim's lease, so it needs no transaction
+    around it, nor the session, pool check-out with its ping, BEGIN and COMMIT that one would cost."""
+    for statement, parameters in _sent_writes(connection.dialect.name == "postgresql", sent, aware(now)):
+        connection.execute(statement, parameters)
+
+
+def _sent_writes(
+    postgres: bool, sent: Sequence[Outcome], now: datetime
+) -> list[tuple[Update, dict[str, Any] | list[dict[str, Any]]]]:
+    """The statements that record sent rows, with their parameters: on PostgreSQL an UPDATE joined to the
+    unnested arrays of ids and Message-IDs, elsewhere one UPDATE run for all rows (an executemany). One
+    statement per lease the rows were claimed under (one, unless a batch outlived its lease)."""
     by_lease: dict[datetime | None, list[Outcome]] = defaultdict(list)
     for outcome in sent:
         by_lease[outcome.lease_until].append(outcome)
-    postgres = session.get_bind().dialect.name == "postgresql"
+    writes: list[tuple[Update, dict[str, Any] | list[dict[str, Any]]]] = []
     for lease_until, outcomes in by_lease.items():
         statement = _sent_statement(postgres, fenced=lease_until is not None)
         shared = {"now": now, "lease": lease_until}
         if postgres:
-            ids = [o.deliverable_id for o in outcomes]
-            session.execute(
-                statement, {"ids": ids, "message_ids": [o.message_id for o in outcomes], **shared}
-            )
+            ids, message_ids = [o.deliverable_id for o in outcomes], [o.message_id for o in outcomes]
+            writes.append((statement, {"ids": ids, "message_ids": message_ids, **shared}))
         else:
-            session.execute(
-                statement,
-                [{"row_id": o.deliverable_id, "row_message_id": o.message_id, **shared} for o in outcomes],
-            )
+            rows = [{"row_id": o.deliverable_id, "row_message_id": o.message_id, **shared} for o in outcomes]
+            writes.append((statement, rows))
+    return writes
 
 
 @cache

@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from prometheus_client import Counter
-from sqlalchemy import select
+from sqlalchemy import Connection, select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -29,6 +30,7 @@ from app.mail.sending.queue import (
     custom_fields_of,
     fan_out_due,
     record_outcomes,
+    record_sent,
     release_expired_leases,
     release_unsent,
 )
@@ -107,6 +109,8 @@ class SendWorker:
         self.recorder = OutcomeRecorder(self.record)
         # Set by a graceful stop: no email is started after it; claimed ones go back to the queue.
         self.stopping = False
+        # Sent groups are recorded on this connection, in autocommit (see record).
+        self._recording: Connection | None = None
 
     # --- the steps, each one transaction ---
 
@@ -143,8 +147,55 @@ class SendWorker:
             return [replace(c, fields=fields.get(c.contact_id, {})) for c in claimed]
 
     def record(self, outcomes: Sequence[Outcome]) -> None:
+        """Write a group of outcomes (in the recorder's thread). A group of sent emails alone, nearly
+        every group, is one UPDATE on PostgreSQL, run in autocommit on a connection kept for it: a
+        transaction each group cost more CPU than the UPDATE (session, the pool's ping, BEGIN, COMMIT:
+        1,670 against 480 us a group of 16, measured side by side); the rest goes through
+        record_outcomes in a transaction."""
+        if all(o.result == SendResult.SENT for o in outcomes):
+            connection = self._recording_connection()
+            if connection is not None:
+                try:
+                    record_sent(connection, outcomes, self.clock())
+                except DBAPIError as exc:
+                    self._drop_recording_connection(connection)
+                    if not exc.connection_invalidated:
+                        raise
+                    # Dropped by the database since the last group (a restart, a failover): once more
+                    # on a fresh connection, which the pool pings first. The UPDATE only changes rows
+                    # still held under the claim's lease, so running it again is harmless.
+                    record_sent(self._recording_connection() or connection, outcomes, self.clock())
+                except BaseException:
+                    self._drop_recording_connection(connection)
+                    raise
+                return
         with transaction(self.session_factory) as session:
             record_outcomes(session, outcomes, self.clock(), self.config.bounce_rule)
+
+    def _recording_connection(self) -> Connection | None:
+        """The connection sent groups are recorded on: PostgreSQL only (SQLite's writers take the
+        database's one lock in a transaction of their own, see db.begin_write); a factory bound to a
+        connection (the tests' outer transaction) lends that one."""
+        if self._recording is None:
+            bind = self.session_factory.kw["bind"]
+            if bind.dialect.name != "postgresql":
+                return None
+            if isinstance(bind, Connection):
+                return bind
+            self._recording = bind.connect().execution_options(isolation_level="AUTOCOMMIT")
+        return self._recording
+
+    def _drop_recording_connection(self, connection: Connection) -> None:
+        """Not reused after an error: the next group checks out a fresh one."""
+        if self._recording is connection:
+            self._recording = None
+            connection.close()
+
+    def close(self) -> None:
+        """Return the recording connection to the pool (the end of the process's jobs)."""
+        if self._recording is not None:
+            self._recording.close()
+            self._recording = None
 
     def release(self, unsent: Sequence[Claimed]) -> int:
         with transaction(self.session_factory) as session:
@@ -213,6 +264,7 @@ class SendWorker:
 
         async def take_turns() -> None:
             for index in turns:
+                await self.recorder.room()
                 if self.stopping:
                     return
                 outcome = await self._send(claimed[index])

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.kit.time import utcnow
 from app.mail.dkim_service import KeyRecord, create_key, delete_key
-from app.mail.sending.dkim import DkimSigner, relaxed_body
+from app.mail.sending.dkim import DkimSigner, header_hash_input, relaxed_body
 from app.mail.sending.render import Recipient, compile_campaign, render
 from app.mail.sending.smtp import WireMessage
 from app.mail.sending.tokens import MailTokens
@@ -272,3 +272,33 @@ def test_the_relaxed_body_is_dkimpys(body: bytes) -> None:
     assert relaxed_body(body) == dkim.CanonicalizationPolicy.from_c_value(
         b"relaxed/relaxed"
     ).canonicalize_body(body)
+
+
+class Recorded:
+    """A hasher that keeps what it is fed."""
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def update(self, data: bytes) -> None:
+        self.data += data
+
+
+def test_the_header_hash_input_is_dkimpys() -> None:
+    """Repeated, folded, tabbed, oddly spaced and unsigned headers: the bytes hashed are those dkimpy's
+    hash_headers hashes over its own relaxed headers."""
+    headers = [
+        (b"From", b" First <a@example.com>\r\n"),
+        (b"X-Other", b" not signed\r\n"),
+        (b"Subject", b" a  folded\r\n\tsubject \r\n"),
+        (b"from", b" Second <b@example.com>\r\n"),
+        (b"TO ", b"\tr@example.com\r\n"),
+        (b"Date", b" Thu, 26 Nov 2026 10:00:00 +0000\r\n"),
+        (b"List-Unsubscribe", b" <https://example.com/u>\r\n"),
+    ]
+    include = [b"from", b"to", b"subject", b"date", b"list-unsubscribe", b"from", b"from", b"cc"]
+    signature = (b"DKIM-Signature", b" v=1; a=rsa-sha256; d=example.com;\r\n s=s1; b=")
+    relaxed = dkim.CanonicalizationPolicy.from_c_value(b"relaxed/relaxed")
+    theirs = Recorded()
+    dkim.hash_headers(theirs, relaxed, relaxed.canonicalize_headers(headers), include, signature, None)
+    assert header_hash_input(headers, include, signature) == theirs.data

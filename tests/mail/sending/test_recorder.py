@@ -127,3 +127,27 @@ def test_one_recorder_serves_one_loop_after_another(run: Callable[..., Any]) -> 
     run(one_round(1))
     run(one_round(2))
     assert database.groups == [[1], [2]]
+
+
+def test_senders_wait_while_a_full_group_waits_behind_a_slow_write(run: Callable[..., Any]) -> None:
+    """What is accepted and not yet recorded (sent again if the process dies) stays bounded however slow
+    the database is: a full group waiting holds the senders back instead of growing with the wait."""
+    database = Database(delay=0.05)
+    recorder = OutcomeRecorder(database.write)
+    senders, each = 8, 40
+
+    async def send(first: int) -> None:
+        for n in range(first, first + each):
+            await recorder.room()
+            await asyncio.sleep(0)  # on the wire
+            recorder.add(outcome(n))
+
+    async def scenario() -> None:
+        await asyncio.gather(*(send(s * each) for s in range(senders)))
+        await recorder.flush()
+
+    run(scenario())
+    assert sorted(n for group in database.groups for n in group) == list(range(senders * each))
+    # A group is what filled while the one before it was written: at most a full group, plus one
+    # outcome from each sender that had started its email before the group filled.
+    assert max(len(group) for group in database.groups) <= GROUP_SIZE + senders
