@@ -1,0 +1,273 @@
+"""openmagpie's own command line, `magpie` 0.9.0 (PyPI `openmagpie`, Python 3.13), unchanged, through
+its verbs against a real `tidings serve` with its scheduler on: the program openmagpie's users already
+have must work against /v1 (docs/compatibility.md has the table of verbs).
+
+`.ci/run` installs it in a venv of its own and names the executable in TIDINGS_TEST_MAGPIE; under CI
+this module fails, never skips, without it. Each call runs with a HOME of its own (magpie keeps its
+login in ~/.magpie), its update check off, and a dead proxy for anything but loopback (`magpie
+version` asks PyPI and GitHub, which must fail fast here, not hang)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Engine, update
+from sqlalchemy.orm import Session
+
+from app.kit.release import installed_version
+from app.models import User
+from tests.processes import Running, committed_users, shipped_serve
+from tests.shipped import wait_until
+from tests.upstream import Upstream, running_upstream
+from tests.watches.conftest import serve_items
+
+OWNER = "magpie-cli@example.com"
+
+
+def magpie_executable() -> str:
+    named = os.environ.get("TIDINGS_TEST_MAGPIE") or shutil.which("magpie")
+    if named and Path(named).exists():
+        return named
+    message = "no `magpie` (openmagpie 0.9.0): set TIDINGS_TEST_MAGPIE to its executable (.ci/run does)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@dataclass
+class Magpie:
+    """The CLI pointed at one server, as one person with one HOME."""
+
+    executable: str
+    served: Running
+    home: Path
+    token: str | None
+
+    def run(self, *args: str, stdin: str = "", ok: bool = True, token: str | None = None) -> str:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(self.home),
+            "MAGPIE_NO_UPDATE_CHECK": "1",
+            # Nothing leaves loopback: PyPI and GitHub fail at once through a port nobody listens on.
+            "HTTPS_PROXY": "http://127.0.0.1:9",
+            "HTTP_PROXY": "http://127.0.0.1:9",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "COLUMNS": "200",
+        }
+        bearer = token if token is not None else self.token
+        if bearer:
+            env["MAGPIE_TOKEN"] = bearer
+        done = subprocess.run(
+            [self.executable, "--server", self.served.base, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        output = done.stdout + done.stderr
+        if ok:
+            assert done.returncode == 0, f"magpie {' '.join(args)} exited {done.returncode}:\n{output}"
+        return output
+
+    def json_lines(self, *args: str) -> list[dict[str, Any]]:
+        lines = self.run(*args, "--jsonl").splitlines()
+        return [json.loads(line) for line in lines if line.startswith("{")]
+
+    def json(self, *args: str) -> dict[str, Any]:
+        [found] = self.json_lines(*args)
+        return found
+
+
+@dataclass
+class Setting:
+    magpie: Magpie
+    upstream: Upstream
+    var: Path
+
+
+@pytest.fixture(scope="module")
+def setting(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting]:
+    """One server for the module (a start costs seconds), its scheduler on so feeds are polled and
+    watches run; an account whose personal token is MAGPIE_TOKEN."""
+    executable = magpie_executable()
+    var = tmp_path_factory.mktemp("magpie") / "var"
+    home = tmp_path_factory.mktemp("magpie-home")
+    with ExitStack() as stack:
+        [(_, token)] = stack.enter_context(committed_users(engine, OWNER))
+        with Session(engine) as session:
+            # Staff: telemetry is the installation's switch.
+            session.execute(update(User).where(User.email == OWNER).values(is_staff=True))
+            session.commit()
+        upstream = stack.enter_context(running_upstream())
+        served = stack.enter_context(shipped_serve(database_url, var, TIDINGS_OUTBOUND_ALLOW_PRIVATE="true"))
+        yield Setting(Magpie(executable, served, home, token), upstream, var)
+
+
+def write(folder: Path, name: str, text: str) -> str:
+    path = folder / name
+    path.write_text(text)
+    return str(path)
+
+
+def source_ids(magpie: Magpie, feed_id: str) -> list[str]:
+    return sorted(row["id"] for row in magpie.json_lines("feed", "source", "list", "--feed", feed_id))
+
+
+def test_feed_verbs_keep_the_sources(setting: Setting, tmp_path: Path) -> None:
+    """create, list, get, edit (the CLI sends `"sources": []`: the sources stay), pause, resume; the
+    source set's export, a dry run that changes nothing, the round trip that changes nothing; one
+    source's get, seek and delete; and delete."""
+    magpie, upstream = setting.magpie, setting.upstream
+    config = write(
+        tmp_path,
+        "feed.yaml",
+        f"""name: Verbs
+poll_interval_seconds: 300
+is_active: false
+sources:
+  - spec: {{kind: rss, url: "{upstream.url("/a.xml")}", name: A}}
+  - spec: {{kind: rss, url: "{upstream.url("/b.xml")}"}}
+  - spec: {{kind: hn_feed, feed: show, query: rust}}
+""",
+    )
+    assert "Created feed Verbs" in magpie.run("feed", "create", "-f", config, "--yes")
+    [feed] = [row for row in magpie.json_lines("feed", "list") if row["name"] == "Verbs"]
+    feed_id = feed["id"]
+    detail = magpie.json("feed", "get", feed_id)
+    # openmagpie's kind name is taken on input; the answer names it as Tidings does.
+    assert sorted(s["spec"]["kind"] for s in detail["sources"]) == ["board_feed", "rss", "rss"]
+    before = source_ids(magpie, feed_id)
+    assert len(before) == 3
+
+    edit = write(tmp_path, "edit.yaml", "name: Verbs renamed\npoll_interval_seconds: 600\nis_active: false\n")
+    assert "Updated feed Verbs renamed" in magpie.run("feed", "edit", feed_id, "-f", edit, "--yes")
+    assert magpie.json("feed", "get", feed_id)["poll_interval_seconds"] == 600
+    assert source_ids(magpie, feed_id) == before
+
+    assert "Resumed feed" in magpie.run("feed", "resume", feed_id)
+    assert "Paused feed" in magpie.run("feed", "pause", feed_id)
+    assert magpie.json("feed", "get", feed_id)["is_active"] is False
+
+    exported = tmp_path / "sources.yaml"
+    magpie.run("feed", "source", "export", "--feed", feed_id, "-o", str(exported))
+    assert exported.read_text().count("spec:") == 3
+    only_one = write(
+        tmp_path, "one.yaml", f'sources:\n  - spec: {{kind: rss, url: "{upstream.url("/a.xml")}"}}\n'
+    )
+    dry = magpie.run("feed", "source", "set", "--feed", feed_id, "-f", only_one, "--dry-run")
+    assert "would: added=1 | removed=3 | persisted=0 | total=1" in dry
+    assert source_ids(magpie, feed_id) == before
+    again = magpie.run("feed", "source", "set", "--feed", feed_id, "-f", str(exported), "--yes")
+    assert "did: added=0 | removed=0 | persisted=3 | total=3" in again
+    assert source_ids(magpie, feed_id) == before
+
+    one = before[0]
+    assert f"source {one}" in magpie.run("feed", "source", "get", one)
+    preview = magpie.run("feed", "source", "seek", one, "--to", "yesterday", "--dry-run")
+    assert "would move 1 of 1 source(s)" in preview and "rewound=1" in preview
+    moved = magpie.run("feed", "source", "seek", "--feed", feed_id, "--to", "2h", "--yes")
+    assert "moved 3 of 3 source(s)" in moved and "rewound=3" in moved
+    [watermark] = {
+        row["last_event_at"] for row in magpie.json_lines("feed", "source", "list", "--feed", feed_id)
+    }
+    assert watermark < detail["sources"][0]["last_event_at"]
+    assert "unchanged=0" in magpie.run("feed", "source", "seek", one, "--to", "oldest", "--yes")
+    refused = magpie.run("feed", "source", "seek", one, "--to", "400d", "--yes", ok=False)
+    assert "retention" in refused
+
+    assert "Deleted source" in magpie.run("feed", "source", "delete", before[1], "--yes")
+    assert source_ids(magpie, feed_id) == [before[0], before[2]]
+    assert "HTTP 404" in magpie.run("feed", "source", "get", before[1], ok=False)
+
+    assert "Deleted feed" in magpie.run("feed", "delete", feed_id, "--yes")
+    assert all(row["id"] != feed_id for row in magpie.json_lines("feed", "list"))
+
+
+def test_items_watches_activity_and_deliveries(setting: Setting, tmp_path: Path) -> None:
+    """A paused feed, a watch on it (a webhook, then a log action), the feed resumed: the poll stores
+    the items and the watch runs on them. Then every item, watch, action, activity and delivery verb."""
+    magpie, upstream = setting.magpie, setting.upstream
+    upstream.serve("/hook", "ok", 200)
+    serve_items(upstream, [("m1", "First"), ("m2", "Second")], path="/items.xml")
+    feed_config = f"""name: Watched
+is_active: false
+sources:
+  - spec: {{kind: rss, url: "{upstream.url("/items.xml")}", name: Items}}
+"""
+    magpie.run("feed", "create", "-f", write(tmp_path, "feed.yaml", feed_config), "--yes")
+    [feed] = [row for row in magpie.json_lines("feed", "list") if row["name"] == "Watched"]
+    watch_config = f"""name: Watching
+feed_ids: [{feed["id"]}]
+actions:
+  - kind: webhook
+    config: {{url: "{upstream.url("/hook")}"}}
+  - kind: log
+    config: {{prefix: magpie}}
+"""
+    assert "Created watch Watching" in magpie.run(
+        "watch", "create", "-f", write(tmp_path, "w.yaml", watch_config), "--yes"
+    )
+    [watch] = [row for row in magpie.json_lines("watch", "list") if row["name"] == "Watching"]
+    watch_id = watch["id"]
+    assert magpie.json("watch", "get", watch_id)["name"] == "Watching"
+    webhook, log = magpie.json_lines("watch", "action", "list", "--watch", watch_id)
+    assert magpie.json("watch", "action", "get", log["id"])["kind"] == "log"
+    magpie.run("feed", "resume", feed["id"])
+
+    def both_logged() -> bool:
+        # Asked over plain HTTP: a magpie call costs a second of start-up.
+        runs = httpx.get(
+            f"{magpie.served.base}/v1/actions/{log['id']}/activity",
+            headers={"Authorization": f"Bearer {magpie.token}"},
+        ).json()["items"]
+        return len(runs) == 2 and all(run["state"] == "succeeded" for run in runs)
+
+    wait_until(both_logged, "the watch ran its log action on both items", setting.magpie.served)
+    items = magpie.json_lines("feed", "item", "list", "--feed", feed["id"])
+    assert sorted(item["external_id"] for item in items) == ["m1", "m2"]
+    assert magpie.json("feed", "item", "get", items[0]["id"])["external_id"] == items[0]["external_id"]
+
+    summary = magpie.run("activity", "summary", "--action", log["id"])
+    assert "succeeded" in summary
+    [run, _] = [row["run"] for row in magpie.json_lines("activity", "list", "--action", log["id"])]
+    assert magpie.json("activity", "get", run["id"])["run"]["id"] == run["id"]
+    deliveries = magpie.json_lines("delivery", "list", "--action", webhook["id"])
+    assert deliveries and magpie.json("delivery", "get", deliveries[0]["id"])["id"] == deliveries[0]["id"]
+
+    # The action verbs, on a chain that is there to be changed.
+    extra = write(tmp_path, "action.yaml", "kind: log\nconfig: {prefix: extra}\n")
+    assert "Added log" in magpie.run("watch", "action", "add", "--watch", watch_id, "-f", extra, "--yes")
+    added = magpie.json_lines("watch", "action", "list", "--watch", watch_id)[-1]
+    edited = write(tmp_path, "edited.yaml", "kind: log\nconfig: {prefix: edited}\n")
+    assert "Updated action" in magpie.run("watch", "action", "edit", added["id"], "-f", edited, "--yes")
+    assert "Deleted action" in magpie.run("watch", "action", "delete", added["id"], "--yes")
+    assert "Paused watch" in magpie.run("watch", "pause", watch_id)
+    assert "Resumed watch" in magpie.run("watch", "resume", watch_id)
+    renamed = (
+        watch_config.replace("name: Watching", "name: Watching still")
+        .replace("  - kind: webhook", f"  - id: {webhook['id']}\n    kind: webhook")
+        .replace("  - kind: log", f"  - id: {log['id']}\n    kind: log")
+    )
+    magpie.run("watch", "edit", watch_id, "-f", write(tmp_path, "w2.yaml", renamed), "--yes")
+    assert magpie.json("watch", "get", watch_id)["name"] == "Watching still"
+    assert "Deleted watch" in magpie.run("watch", "delete", watch_id, "--yes")
+
+
+def test_telemetry_and_version(setting: Setting) -> None:
+    magpie = setting.magpie
+    assert "Telemetry enabled (mode: on)" in magpie.run("telemetry", "enable")
+    assert "Telemetry mode: on" in magpie.run("telemetry", "status")
+    assert "Telemetry disabled (mode: off)" in magpie.run("telemetry", "disable")
+    # The server's version from /healthz; PyPI and GitHub are out of reach, which the CLI tolerates.
+    assert f"Server  {installed_version()}" in magpie.run("version")
