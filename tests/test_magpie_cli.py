@@ -238,6 +238,18 @@ actions:
     assert sorted(item["external_id"] for item in items) == ["m1", "m2"]
     assert magpie.json("feed", "item", "get", items[0]["id"])["external_id"] == items[0]["external_id"]
 
+    # The export's windows filter the runs: 2019 holds none of today's, the last hour both.
+    old = tmp_path / "2019.csv"
+    bounds = ("--completed-since", "2019-01-01", "--completed-until", "2020-01-01")
+    assert "Wrote 0 run(s)" in magpie.run(
+        "activity", "export", "--action", log["id"], *bounds, "-o", str(old)
+    )
+    recent = tmp_path / "recent.csv"
+    exported = magpie.run(
+        "activity", "export", "--action", log["id"], "--completed-since", "1h", "-o", str(recent)
+    )
+    assert "Wrote 2 run(s)" in exported
+    assert "First" in recent.read_text() and "Second" in recent.read_text()
     summary = magpie.run("activity", "summary", "--action", log["id"])
     assert "succeeded" in summary
     [run, _] = [row["run"] for row in magpie.json_lines("activity", "list", "--action", log["id"])]
@@ -271,3 +283,17 @@ def test_telemetry_and_version(setting: Setting) -> None:
     assert "Telemetry disabled (mode: off)" in magpie.run("telemetry", "disable")
     # The server's version from /healthz; PyPI and GitHub are out of reach, which the CLI tolerates.
     assert f"Server  {installed_version()}" in magpie.run("version")
+
+
+def test_auth_status_and_personal_tokens(setting: Setting) -> None:
+    magpie = setting.magpie
+    status = magpie.run("auth", "status")
+    assert f"Signed in as {OWNER}" in status and "MAGPIE_TOKEN" in status
+    created = magpie.run("auth", "token", "create", "--name", "laptop")
+    [token] = [line.strip() for line in created.splitlines() if line.strip().startswith("tdg_")]
+    [row] = [row for row in magpie.json_lines("auth", "token", "list") if row["name"] == "laptop"]
+    assert token[:12].endswith(row["last_four"])
+    assert f"Signed in as {OWNER}" in magpie.run("auth", "status", token=token)
+    assert "Revoked token" in magpie.run("auth", "token", "revoke", row["id"])
+    assert "was rejected" in magpie.run("auth", "status", token=token, ok=False)
+    assert all(listed["id"] != row["id"] for listed in magpie.json_lines("auth", "token", "list"))

@@ -95,6 +95,28 @@ class TokenListOut(BaseModel):
     items: list[TokenOut]
 
 
+class CliTokenInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str = Field(default="", max_length=191)
+    expires_in_days: int | None = None
+
+
+class CliTokenOut(BaseModel):
+    """A personal access token as openmagpie's `/v1/auth/cli-tokens` shows one."""
+
+    id: str
+    name: str
+    # The last four of the characters Tidings keeps of a token (`prefix`): enough to tell tokens apart.
+    last_four: str
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None = None
+
+
+class NewCliTokenOut(CliTokenOut):
+    token: str = Field(description="The token itself: shown this once, never again")
+
+
 class DeviceSessionOut(BaseModel):
     device_code: str
     user_code: str
@@ -134,6 +156,16 @@ def token_out(token: PersonalToken) -> TokenOut:
         id=token.id,
         name=token.name,
         prefix=token.prefix,
+        created_at=token.created_at,
+        last_used_at=token.last_used_at,
+    )
+
+
+def cli_token_out(token: PersonalToken) -> CliTokenOut:
+    return CliTokenOut(
+        id=str(token.id),
+        name=token.name,
+        last_four=token.prefix[-4:],
         created_at=token.created_at,
         last_used_at=token.last_used_at,
     )
@@ -319,6 +351,49 @@ def revoke_token(request: Request, token_id: TokenId, user: V1User, db: SessionD
     return Response(
         status_code=204, background=BackgroundTask(forget_accounts, lookup, [user.user.account_id])
     )
+
+
+# openmagpie's names for the same tokens (its `magpie auth token create|list|revoke`).
+
+
+@router.get(
+    "/cli-tokens",
+    operation_id="listCliTokens",
+    response_model=list[CliTokenOut],
+    summary="The caller's live personal access tokens, newest first, as a bare array (openmagpie's form)",
+    responses=errors(NO_CREDENTIALS),
+)
+def list_cli_tokens(user: V1User, db: SessionDep) -> list[CliTokenOut]:
+    return [cli_token_out(token) for token in live_personal_tokens(db, user.user.id)]
+
+
+@router.post(
+    "/cli-tokens",
+    openapi_extra=request_body(CliTokenInput),
+    operation_id="createCliToken",
+    status_code=201,
+    response_model=NewCliTokenOut,
+    summary="Make a personal access token (openmagpie's form); the token is in this answer only",
+    description="Tidings' tokens do not expire (they are revoked): `expires_in_days` is refused.",
+    responses=errors(BAD_INPUT, NO_CREDENTIALS),
+)
+def create_cli_token(user: V1User, body: JsonBody, db: SessionDep) -> NewCliTokenOut:
+    data = validate(CliTokenInput, body)
+    if data.expires_in_days is not None:
+        raise invalid({"expires_in_days": ["Tokens do not expire here: revoke one when it is done with."]})
+    row, token = create_token_for(db, user.user.id, data.name)
+    return NewCliTokenOut(**cli_token_out(row).model_dump(), token=token)
+
+
+@router.delete(
+    "/cli-tokens/{token_id}",
+    operation_id="revokeCliToken",
+    status_code=204,
+    summary="Revoke one of the caller's tokens (openmagpie's form); it stops working at once",
+    responses=errors(NO_CREDENTIALS, (404, "not_found")),
+)
+def revoke_cli_token(request: Request, token_id: TokenId, user: V1User, db: SessionDep) -> Response:
+    return revoke_token(request, token_id, user, db)
 
 
 @router.post(

@@ -64,7 +64,8 @@ def resolve_moment(raw: str, *, now: datetime, floor: datetime | None = None) ->
 
 def resolve_windows(raw: Mapping[str, str], *, now: datetime) -> dict[str, datetime]:
     """The `WINDOW_PARAMS` present in `raw`, resolved. A `*_until` without its `*_since` starts
-    `DEFAULT_SPAN` before it; a `*_since` not before its `*_until` is an error. Keys are the params'."""
+    `DEFAULT_SPAN` before it; a `*_since` not before its `*_until` is an error. Keys are the params';
+    an error's message starts with the parameter's name and `: `."""
     resolved: dict[str, datetime] = {}
     for name in WINDOW_PARAMS:
         value = raw.get(name)
@@ -79,7 +80,7 @@ def resolve_windows(raw: Mapping[str, str], *, now: datetime) -> dict[str, datet
             try:
                 resolved[since] = resolved[until] - DEFAULT_SPAN
             except OverflowError:
-                raise ValueError(f"{until} is too early to start a window before it") from None
+                raise ValueError(f"{until}: too early to start a window before it") from None
         if since in resolved and until in resolved and resolved[since] >= resolved[until]:
-            raise ValueError(f"{since} must be before {until}")
+            raise ValueError(f"{since}: must be before {until}")
     return resolved

@@ -70,6 +70,9 @@ AUTH_ROUTES = {
     ("get", "/v1/auth/tokens"),
     ("post", "/v1/auth/tokens"),
     ("delete", "/v1/auth/tokens/{token_id}"),
+    ("get", "/v1/auth/cli-tokens"),
+    ("post", "/v1/auth/cli-tokens"),
+    ("delete", "/v1/auth/cli-tokens/{token_id}"),
     ("post", "/v1/auth/device-sessions/{user_code}/complete"),
 }
 
