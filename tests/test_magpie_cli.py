@@ -24,6 +24,7 @@ import pytest
 from sqlalchemy import Engine, update
 from sqlalchemy.orm import Session
 
+from app.identity.passwords import hash_password
 from app.kit.release import installed_version
 from app.models import User
 from tests.processes import Running, committed_users, shipped_serve
@@ -32,6 +33,7 @@ from tests.upstream import Upstream, running_upstream
 from tests.watches.conftest import serve_items
 
 OWNER = "magpie-cli@example.com"
+PASSWORD = "magpie-cli-password"
 
 
 def magpie_executable() -> str:
@@ -53,7 +55,7 @@ class Magpie:
     home: Path
     token: str | None
 
-    def run(self, *args: str, stdin: str = "", ok: bool = True, token: str | None = None) -> str:
+    def environment(self, token: str | None = None) -> dict[str, str]:
         env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(self.home),
@@ -67,18 +69,36 @@ class Magpie:
         bearer = token if token is not None else self.token
         if bearer:
             env["MAGPIE_TOKEN"] = bearer
+        return env
+
+    def run(self, *args: str, stdin: str = "", ok: bool = True, token: str | None = None) -> str:
+        """The command's output; `token` "" runs it without MAGPIE_TOKEN (on the stored login)."""
         done = subprocess.run(
             [self.executable, "--server", self.served.base, *args],
             input=stdin,
             capture_output=True,
             text=True,
-            env=env,
+            env=self.environment(token),
             timeout=60,
         )
         output = done.stdout + done.stderr
         if ok:
             assert done.returncode == 0, f"magpie {' '.join(args)} exited {done.returncode}:\n{output}"
         return output
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """A command that waits for something (`auth login`), without MAGPIE_TOKEN; its output is
+        read as it comes."""
+        env = {**self.environment(), "PYTHONUNBUFFERED": "1"}
+        env.pop("MAGPIE_TOKEN", None)
+        return subprocess.Popen(
+            [self.executable, "--server", self.served.base, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
 
     def json_lines(self, *args: str) -> list[dict[str, Any]]:
         lines = self.run(*args, "--jsonl").splitlines()
@@ -107,7 +127,11 @@ def setting(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPath
         [(_, token)] = stack.enter_context(committed_users(engine, OWNER))
         with Session(engine) as session:
             # Staff: telemetry is the installation's switch.
-            session.execute(update(User).where(User.email == OWNER).values(is_staff=True))
+            session.execute(
+                update(User)
+                .where(User.email == OWNER)
+                .values(is_staff=True, password_hash=hash_password(PASSWORD))
+            )
             session.commit()
         upstream = stack.enter_context(running_upstream())
         served = stack.enter_context(shipped_serve(database_url, var, TIDINGS_OUTBOUND_ALLOW_PRIVATE="true"))
@@ -297,3 +321,62 @@ def test_auth_status_and_personal_tokens(setting: Setting) -> None:
     assert "Revoked token" in magpie.run("auth", "token", "revoke", row["id"])
     assert "was rejected" in magpie.run("auth", "status", token=token, ok=False)
     assert all(listed["id"] != row["id"] for listed in magpie.json_lines("auth", "token", "list"))
+
+
+def approve_on_the_page(base: str, user_code: str) -> None:
+    """What the person does in the browser: signs in, opens the authorize URL, approves the code (the
+    page's form, posted with the session cookie and this service's Origin)."""
+    with httpx.Client(base_url=base, headers={"Origin": base}) as browser:
+        signed_in = browser.post("/v1/auth/login", json={"email": OWNER, "password": PASSWORD})
+        assert signed_in.status_code == 200, signed_in.text
+        page = browser.get("/account/device", params={"user_code": user_code})
+        assert page.status_code == 200 and user_code in page.text
+        done = browser.post("/account/device", data={"user_code": user_code, "decision": "approve"})
+        assert done.status_code == 200, done.text
+
+
+def test_login_by_device_flow_refresh_and_logout(
+    setting: Setting, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`auth login` (the device flow, approved on the page), a refresh when the access token is due,
+    `auth logout` ending that login; then a personal token signed in with `--token` survives a logout."""
+    base = setting.magpie.served.base
+    magpie = Magpie(setting.magpie.executable, setting.magpie.served, tmp_path_factory.mktemp("login"), None)
+    login = magpie.start("auth", "login", "--no-browser")
+    assert login.stdout is not None
+    shown: list[str] = []
+    for line in login.stdout:
+        shown.append(line)
+        if line.startswith("Verification code:"):
+            approve_on_the_page(base, line.split(":", 1)[1].strip())
+            break
+    rest, _ = login.communicate(timeout=60)
+    assert login.returncode == 0, "".join(shown) + rest
+    assert f"Signed in as {OWNER}" in rest
+    assert any(f"{base}/account/device?user_code=" in line for line in shown)
+    assert f"Signed in as {OWNER}" in magpie.run("auth", "status")
+
+    # The access token is due (its expiry moved into the refresh leeway): the next command refreshes.
+    config_path = magpie.home / ".magpie" / "config.json"
+    config = json.loads(config_path.read_text())
+    stored = config["envs"]["local"]
+    first_access, first_refresh = stored["access_token"], stored["refresh_token"]
+    stored["token_expires_at"] = "2020-01-01T00:00:00Z"
+    config_path.write_text(json.dumps(config))
+    magpie.run("feed", "list")
+    refreshed = json.loads(config_path.read_text())["envs"]["local"]
+    assert refreshed["access_token"] != first_access and refreshed["refresh_token"] != first_refresh
+    me = httpx.get(f"{base}/v1/auth/me", headers={"Authorization": f"Bearer {first_access}"})
+    assert me.status_code == 401, "the refreshed pair's old access token is revoked"
+    reused = httpx.post(f"{base}/v1/auth/tokens/refresh", json={"refresh_token": first_refresh})
+    assert reused.status_code == 401
+
+    assert "Logged out." in magpie.run("auth", "logout")
+    gone = httpx.get(f"{base}/v1/auth/me", headers={"Authorization": f"Bearer {refreshed['access_token']}"})
+    assert gone.status_code == 401
+
+    token = setting.magpie.token or ""
+    assert f"Signed in as {OWNER}" in magpie.run("auth", "login", "--token", stdin=token + "\n")
+    magpie.run("auth", "logout")
+    kept = httpx.get(f"{base}/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+    assert kept.status_code == 200, "a logout never revokes a personal access token"

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from fastapi import Depends, Path, Request, Response
+from fastapi import BackgroundTasks, Depends, Header, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.background import BackgroundTask
@@ -18,10 +19,12 @@ from starlette.background import BackgroundTask
 from app.authroutes.pages import DEVICE_PATH
 from app.db import SessionDep, side_transaction
 from app.identity.auth_errors import AuthCode
-from app.identity.dependencies import V1User
+from app.identity.cli_logins import TokenPair, issue_pair, refresh_pair, revoke_login
+from app.identity.dependencies import V1User, bearer_token
 from app.identity.device_sessions import (
     complete_device_session,
     poll_device_session,
+    poll_session_by_id,
     start_device_session,
 )
 from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin
@@ -33,6 +36,7 @@ from app.identity.token_lookup import forget_accounts
 from app.identity.tokens import create_token_for, live_personal_tokens, revoke_personal_token
 from app.kit.errors import DomainError, NotFound
 from app.kit.openapi import request_body
+from app.kit.time import utcnow
 from app.kit.v1_input import JsonBody, invalid, read_json, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
@@ -123,6 +127,39 @@ class DeviceSessionOut(BaseModel):
     verification_uri: str
     expires_in: int
     interval: int
+    # openmagpie's names: its command line polls GET /device-sessions/{session_id} with the header
+    # X-Device-Secret (the device code) and opens authorize_url (the page, with the code filled in).
+    session_id: str
+    authorize_url: str
+    device_secret: str
+
+
+class DeviceSessionPollOut(BaseModel):
+    """`pending`, `expired`, or `completed` with the login's token pair (openmagpie's TokenPair)."""
+
+    status: str
+    access_token: str | None = None
+    refresh_token: str | None = None
+    expires_in: int | None = None
+    token_type: str | None = None
+    user: AuthUser | None = None
+
+
+class RefreshInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    refresh_token: str = Field(min_length=1, max_length=256)
+
+
+class TokenPairOut(BaseModel):
+    access_token: str
+    refresh_token: str
+    expires_in: int
+    token_type: str = "Bearer"
+    user: AuthUser
+
+
+class RevokedOut(BaseModel):
+    revoked: bool
 
 
 class DeviceCompleteInput(BaseModel):
@@ -414,7 +451,74 @@ def start_device(db: SessionDep, settings: SettingsDep) -> DeviceSessionOut:
         verification_uri=f"{base}{DEVICE_PATH}",
         expires_in=started.expires_in,
         interval=started.interval,
+        session_id=str(started.session_id),
+        authorize_url=f"{base}{DEVICE_PATH}?{urlencode({'user_code': started.user_code})}",
+        device_secret=started.device_code,
     )
+
+
+def token_pair_out(pair: TokenPair) -> TokenPairOut:
+    return TokenPairOut(
+        access_token=pair.access_token,
+        refresh_token=pair.refresh_token,
+        expires_in=pair.expires_in,
+        user=auth_user(pair.user),
+    )
+
+
+@router.get(
+    "/device-sessions/{session_id}",
+    openapi_extra=NO_CREDENTIALS_NEEDED,
+    operation_id="pollDeviceSessionById",
+    response_model=DeviceSessionPollOut,
+    summary="Poll a device session by its id with the header X-Device-Secret (openmagpie's form)",
+    description="`pending`, `expired`, or once approved `completed` with an access token (an hour), a "
+    "refresh token (30 days, for POST /v1/auth/tokens/refresh) and the user; issued once.",
+    responses=errors((403, "access_denied: the user refused"), (404, "not_found, a wrong secret or used")),
+)
+def poll_device_by_id(
+    session_id: Annotated[str, Path(max_length=64)],
+    db: SessionDep,
+    device_secret: Annotated[str, Header(alias="X-Device-Secret", max_length=256)] = "",
+) -> DeviceSessionPollOut:
+    now = utcnow()
+    polled = poll_session_by_id(db, session_id, device_secret, now)
+    if polled.user is None:
+        return DeviceSessionPollOut(status=polled.status)
+    pair = token_pair_out(issue_pair(db, polled.user, now))
+    return DeviceSessionPollOut(status=polled.status, **pair.model_dump())
+
+
+@router.post(
+    "/tokens/refresh",
+    openapi_extra={**request_body(RefreshInput), **NO_CREDENTIALS_NEEDED},
+    operation_id="refreshTokens",
+    response_model=TokenPairOut,
+    summary="A new token pair for a command-line login's refresh token; the old pair stops working",
+    responses=errors(BAD_INPUT, (401, "invalid_grant: unknown, used or expired")),
+)
+def refresh_tokens(body: JsonBody, db: SessionDep) -> TokenPairOut:
+    data = validate(RefreshInput, body)
+    return token_pair_out(refresh_pair(db, data.refresh_token, utcnow()))
+
+
+@router.post(
+    "/tokens/revoke",
+    openapi_extra=NO_CREDENTIALS_NEEDED,
+    operation_id="revokeLogin",
+    response_model=RevokedOut,
+    summary="End the command-line login of the bearer access token (a personal token is never revoked here)",
+    description="Always 200: `revoked` says whether a login ended. A personal access token (`tdg_`) "
+    "stays valid: it is revoked only by DELETE /v1/auth/cli-tokens/{id} or /v1/auth/tokens/{id}.",
+)
+def revoke_login_route(request: Request, db: SessionDep, later: BackgroundTasks) -> RevokedOut:
+    account_id = revoke_login(db, bearer_token(request), utcnow())
+    if account_id is not None:
+        # Forget it now, and again once the revocation is committed, as a token's revoke does.
+        lookup = app_state(request).token_lookup
+        lookup.forget_account(account_id)
+        later.add_task(forget_accounts, lookup, [account_id])
+    return RevokedOut(revoked=account_id is not None)
 
 
 @router.post(

@@ -63,6 +63,9 @@ PUBLIC_AUTH_ROUTES = {
     ("post", "/v1/auth/login"),
     ("post", "/v1/auth/device-sessions"),
     ("post", "/v1/auth/device-sessions/token"),
+    ("get", "/v1/auth/device-sessions/{session_id}"),
+    ("post", "/v1/auth/tokens/refresh"),
+    ("post", "/v1/auth/tokens/revoke"),
 }
 AUTH_ROUTES = {
     ("post", "/v1/auth/logout"),
