@@ -144,6 +144,12 @@ def write(folder: Path, name: str, text: str) -> str:
     return str(path)
 
 
+def table_values(output: str) -> list[str]:
+    """The VALUE column of a field table magpie printed (its FIELD column may be cut short)."""
+    rows = [line.split("|", 1) for line in output.splitlines() if "|" in line]
+    return [value.strip() for _, value in rows[1:]]
+
+
 def source_ids(magpie: Magpie, feed_id: str) -> list[str]:
     return sorted(row["id"] for row in magpie.json_lines("feed", "source", "list", "--feed", feed_id))
 
@@ -280,6 +286,20 @@ actions:
     assert magpie.json("activity", "get", run["id"])["run"]["id"] == run["id"]
     deliveries = magpie.json_lines("delivery", "list", "--action", webhook["id"])
     assert deliveries and magpie.json("delivery", "get", deliveries[0]["id"])["id"] == deliveries[0]["id"]
+
+    # Backfill the log action over what the webhook passed in the last hour: both items are done, so
+    # only a replace has work; it runs the log action on them again.
+    window = ("--action", log["id"], "--completed-since", "1h")
+    additive = table_values(magpie.run("backfill", "submit", *window, "--dry-run"))
+    assert additive[1:] == ["2 (present 2, pruned 0)", "0"], additive
+    replacing = table_values(magpie.run("backfill", "submit", *window, "--replace", "--dry-run"))
+    assert replacing[1:] == ["2 (present 2, pruned 0)", "2 (target + downstream)", "2"], replacing
+    queued = magpie.run("backfill", "submit", *window, "--replace", "--yes")
+    [backfill_id] = {word for word in queued.split() if len(word) == 26}
+    job = magpie.json("backfill", "status", backfill_id)
+    assert (job["state"], job["deleted"], job["enqueued"]) == ("done", 2, 2)
+    assert backfill_id in [row["id"] for row in magpie.json_lines("backfill", "list")]
+    wait_until(both_logged, "the backfill's runs of the log action ran", setting.magpie.served)
 
     # The action verbs, on a chain that is there to be changed.
     extra = write(tmp_path, "action.yaml", "kind: log\nconfig: {prefix: extra}\n")

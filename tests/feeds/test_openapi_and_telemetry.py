@@ -56,6 +56,9 @@ ROUTES = {
     ("get", "/v1/actions/{action_id}/deliveries"),
     ("get", "/v1/action-activity/{run_id}"),
     ("get", "/v1/action-deliveries/{delivery_id}"),
+    ("post", "/v1/actions/{action_id}/backfill"),
+    ("get", "/v1/action-backfills"),
+    ("get", "/v1/action-backfills/{backfill_id}"),
     ("get", "/v1/engines"),
 }
 PUBLIC_AUTH_ROUTES = {
