@@ -3,9 +3,11 @@ its verbs against a real `tidings serve` with its scheduler on: the program open
 have must work against /v1 (docs/compatibility.md has the table of verbs).
 
 `.ci/run` installs it in a venv of its own and names the executable in TIDINGS_TEST_MAGPIE; under CI
-this module fails, never skips, without it. Each call runs with a HOME of its own (magpie keeps its
-login in ~/.magpie), its update check off, and a dead proxy for anything but loopback (`magpie
-version` asks PyPI and GitHub, which must fail fast here, not hang)."""
+this module fails, never skips, without it. `auth login` runs as that executable; the other commands
+run as it runs them, forked by tests/magpie_driver.py under the same venv's Python, which imported the
+CLI once. Each call runs with a HOME of its own (magpie keeps its login in ~/.magpie), its update check
+off, and a dead proxy for anything but loopback (`magpie version` asks PyPI and GitHub, which must fail
+fast here, not hang)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,11 +48,29 @@ def magpie_executable() -> str:
     pytest.skip(message)
 
 
+@contextmanager
+def magpie_driver(executable: str) -> Iterator[subprocess.Popen[str]]:
+    python = Path(executable).with_name("python")
+    driver = Path(__file__).with_name("magpie_driver.py")
+    process = subprocess.Popen(
+        [str(python), str(driver)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        yield process
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
 @dataclass
 class Magpie:
     """The CLI pointed at one server, as one person with one HOME."""
 
     executable: str
+    # tests/magpie_driver.py under magpie's Python: each command runs as the console script runs it,
+    # forked from a process that imported the CLI once (a magpie start-up costs a second of imports).
+    driver: subprocess.Popen[str]
     served: Running
     home: Path
     token: str | None
@@ -73,18 +93,18 @@ class Magpie:
 
     def run(self, *args: str, stdin: str = "", ok: bool = True, token: str | None = None) -> str:
         """The command's output; `token` "" runs it without MAGPIE_TOKEN (on the stored login)."""
-        done = subprocess.run(
-            [self.executable, "--server", self.served.base, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=self.environment(token),
-            timeout=60,
-        )
-        output = done.stdout + done.stderr
+        request = {
+            "args": ["--server", self.served.base, *args],
+            "env": self.environment(token),
+            "stdin": stdin,
+        }
+        assert self.driver.stdin is not None and self.driver.stdout is not None
+        self.driver.stdin.write(json.dumps(request) + "\n")
+        self.driver.stdin.flush()
+        reply = json.loads(self.driver.stdout.readline())
         if ok:
-            assert done.returncode == 0, f"magpie {' '.join(args)} exited {done.returncode}:\n{output}"
-        return output
+            assert reply["code"] == 0, f"magpie {' '.join(args)} exited {reply['code']}:\n{reply['output']}"
+        return str(reply["output"])
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         """A command that waits for something (`auth login`), without MAGPIE_TOKEN; its output is
@@ -135,7 +155,8 @@ def setting(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPath
             session.commit()
         upstream = stack.enter_context(running_upstream())
         served = stack.enter_context(shipped_serve(database_url, var, TIDINGS_OUTBOUND_ALLOW_PRIVATE="true"))
-        yield Setting(Magpie(executable, served, home, token), upstream, var)
+        driver = stack.enter_context(magpie_driver(executable))
+        yield Setting(Magpie(executable, driver, served, home, token), upstream, var)
 
 
 def write(folder: Path, name: str, text: str) -> str:
@@ -361,7 +382,13 @@ def test_login_by_device_flow_refresh_and_logout(
     """`auth login` (the device flow, approved on the page), a refresh when the access token is due,
     `auth logout` ending that login; then a personal token signed in with `--token` survives a logout."""
     base = setting.magpie.served.base
-    magpie = Magpie(setting.magpie.executable, setting.magpie.served, tmp_path_factory.mktemp("login"), None)
+    magpie = Magpie(
+        setting.magpie.executable,
+        setting.magpie.driver,
+        setting.magpie.served,
+        tmp_path_factory.mktemp("login"),
+        None,
+    )
     login = magpie.start("auth", "login", "--no-browser")
     assert login.stdout is not None
     shown: list[str] = []
@@ -388,12 +415,12 @@ def test_login_by_device_flow_refresh_and_logout(
     assert refreshed["access_token"] != first_access and refreshed["refresh_token"] != first_refresh
     me = httpx.get(f"{base}/v1/auth/me", headers={"Authorization": f"Bearer {first_access}"})
     assert me.status_code == 401, "the refreshed pair's old access token is revoked"
-    reused = httpx.post(f"{base}/v1/auth/tokens/refresh", json={"refresh_token": first_refresh})
-    assert reused.status_code == 401
 
     assert "Logged out." in magpie.run("auth", "logout")
     gone = httpx.get(f"{base}/v1/auth/me", headers={"Authorization": f"Bearer {refreshed['access_token']}"})
     assert gone.status_code == 401
+    reused = httpx.post(f"{base}/v1/auth/tokens/refresh", json={"refresh_token": first_refresh})
+    assert reused.status_code == 401 and reused.json()["error"] == "invalid_grant"
 
     token = setting.magpie.token or ""
     assert f"Signed in as {OWNER}" in magpie.run("auth", "login", "--token", stdin=token + "\n")

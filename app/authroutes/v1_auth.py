@@ -497,9 +497,22 @@ def poll_device_by_id(
     summary="A new token pair for a command-line login's refresh token; the old pair stops working",
     responses=errors(BAD_INPUT, (401, "invalid_grant: unknown, used or expired")),
 )
-def refresh_tokens(body: JsonBody, db: SessionDep) -> TokenPairOut:
+def refresh_tokens(request: Request, body: JsonBody, later: BackgroundTasks) -> TokenPairOut:
     data = validate(RefreshInput, body)
-    return token_pair_out(refresh_pair(db, data.refresh_token, utcnow()))
+    # A refresh token used again ends the user's command-line logins, and that stands despite the 401.
+    with side_transaction(request, commit_despite=(DomainError,)) as db:
+        pair = refresh_pair(db, data.refresh_token, utcnow())
+        answer, account_id = token_pair_out(pair), pair.user.account_id
+    forget_at_once(request, account_id, later)
+    return answer
+
+
+def forget_at_once(request: Request, account_id: int, later: BackgroundTasks) -> None:
+    """A revoked token stops working at once: forgotten now, and again once the revocation is
+    committed, as a personal token's revoke does."""
+    lookup = app_state(request).token_lookup
+    lookup.forget_account(account_id)
+    later.add_task(forget_accounts, lookup, [account_id])
 
 
 @router.post(
@@ -514,10 +527,7 @@ def refresh_tokens(body: JsonBody, db: SessionDep) -> TokenPairOut:
 def revoke_login_route(request: Request, db: SessionDep, later: BackgroundTasks) -> RevokedOut:
     account_id = revoke_login(db, bearer_token(request), utcnow())
     if account_id is not None:
-        # Forget it now, and again once the revocation is committed, as a token's revoke does.
-        lookup = app_state(request).token_lookup
-        lookup.forget_account(account_id)
-        later.add_task(forget_accounts, lookup, [account_id])
+        forget_at_once(request, account_id, later)
     return RevokedOut(revoked=account_id is not None)
 
 
