@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.db import SessionDep, ping
+from app.kit.release import installed_version
 
 health_router = APIRouter(include_in_schema=False)
 
@@ -16,5 +17,9 @@ def healthz(session: SessionDep) -> JSONResponse:
     try:
         ping(session)
     except SQLAlchemyError as exc:
-        return JSONResponse({"status": "error", "database": type(exc).__name__}, status_code=503)
-    return JSONResponse({"status": "ok", "database": "ok"})
+        return JSONResponse(
+            {"status": "error", "database": type(exc).__name__, "version": installed_version()},
+            status_code=503,
+        )
+    # `version` as openmagpie's /healthz has it (its `magpie version` reads it), on a 503 too.
+    return JSONResponse({"status": "ok", "database": "ok", "version": installed_version()})

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.kit.release import installed_version
 from tests.processes import command_environment, free_port, served_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,7 +88,8 @@ def test_the_installed_package_migrates_and_serves_from_any_directory(
     command = [tidings, "serve", "--no-scheduler", "--port", str(port)]
     with served_command(command, port, elsewhere, env, tmp_path / "logs") as served:
         health = httpx.get(f"{served.base}/healthz", timeout=10)
-        assert health.json() == {"status": "ok", "database": "ok"}
+        # The wheel's own version, as openmagpie's `magpie version` reads it.
+        assert health.json() == {"status": "ok", "database": "ok", "version": installed_version()}
         document = httpx.get(f"{served.base}/openapi.yaml", timeout=30)
         assert document.status_code == 200
         # The committed document ships in the package, equal to what the installed code serves.

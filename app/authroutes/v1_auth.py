@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from fastapi import Depends, Path, Request, Response
+from fastapi import BackgroundTasks, Depends, Header, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.background import BackgroundTask
@@ -18,10 +19,12 @@ from starlette.background import BackgroundTask
 from app.authroutes.pages import DEVICE_PATH
 from app.db import SessionDep, side_transaction
 from app.identity.auth_errors import AuthCode
-from app.identity.dependencies import V1User
+from app.identity.cli_logins import TokenPair, issue_pair, refresh_pair, revoke_login
+from app.identity.dependencies import V1User, bearer_token
 from app.identity.device_sessions import (
     complete_device_session,
     poll_device_session,
+    poll_session_by_id,
     start_device_session,
 )
 from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin
@@ -33,6 +36,7 @@ from app.identity.token_lookup import forget_accounts
 from app.identity.tokens import create_token_for, live_personal_tokens, revoke_personal_token
 from app.kit.errors import DomainError, NotFound
 from app.kit.openapi import request_body
+from app.kit.time import utcnow
 from app.kit.v1_input import JsonBody, invalid, read_json, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
@@ -95,12 +99,67 @@ class TokenListOut(BaseModel):
     items: list[TokenOut]
 
 
+class CliTokenInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    name: str = Field(default="", max_length=191)
+    expires_in_days: int | None = None
+
+
+class CliTokenOut(BaseModel):
+    """A personal access token as openmagpie's `/v1/auth/cli-tokens` shows one."""
+
+    id: str
+    name: str
+    # The last four of the characters Tidings keeps of a token (`prefix`): enough to tell tokens apart.
+    last_four: str
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None = None
+
+
+class NewCliTokenOut(CliTokenOut):
+    token: str = Field(description="The token itself: shown this once, never again")
+
+
 class DeviceSessionOut(BaseModel):
     device_code: str
     user_code: str
     verification_uri: str
     expires_in: int
     interval: int
+    # openmagpie's names: its command line polls GET /device-sessions/{session_id} with the header
+    # X-Device-Secret (the device code) and opens authorize_url (the page, with the code filled in).
+    session_id: str
+    authorize_url: str
+    device_secret: str
+
+
+class DeviceSessionPollOut(BaseModel):
+    """`pending`, `expired`, or `completed` with the login's token pair (openmagpie's TokenPair)."""
+
+    status: str
+    access_token: str | None = None
+    refresh_token: str | None = None
+    expires_in: int | None = None
+    token_type: str | None = None
+    user: AuthUser | None = None
+
+
+class RefreshInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    refresh_token: str = Field(min_length=1, max_length=256)
+
+
+class TokenPairOut(BaseModel):
+    access_token: str
+    refresh_token: str
+    expires_in: int
+    token_type: str = "Bearer"
+    user: AuthUser
+
+
+class RevokedOut(BaseModel):
+    revoked: bool
 
 
 class DeviceCompleteInput(BaseModel):
@@ -134,6 +193,16 @@ def token_out(token: PersonalToken) -> TokenOut:
         id=token.id,
         name=token.name,
         prefix=token.prefix,
+        created_at=token.created_at,
+        last_used_at=token.last_used_at,
+    )
+
+
+def cli_token_out(token: PersonalToken) -> CliTokenOut:
+    return CliTokenOut(
+        id=str(token.id),
+        name=token.name,
+        last_four=token.prefix[-4:],
         created_at=token.created_at,
         last_used_at=token.last_used_at,
     )
@@ -321,6 +390,49 @@ def revoke_token(request: Request, token_id: TokenId, user: V1User, db: SessionD
     )
 
 
+# openmagpie's names for the same tokens (its `magpie auth token create|list|revoke`).
+
+
+@router.get(
+    "/cli-tokens",
+    operation_id="listCliTokens",
+    response_model=list[CliTokenOut],
+    summary="The caller's live personal access tokens, newest first, as a bare array (openmagpie's form)",
+    responses=errors(NO_CREDENTIALS),
+)
+def list_cli_tokens(user: V1User, db: SessionDep) -> list[CliTokenOut]:
+    return [cli_token_out(token) for token in live_personal_tokens(db, user.user.id)]
+
+
+@router.post(
+    "/cli-tokens",
+    openapi_extra=request_body(CliTokenInput),
+    operation_id="createCliToken",
+    status_code=201,
+    response_model=NewCliTokenOut,
+    summary="Make a personal access token (openmagpie's form); the token is in this answer only",
+    description="Tidings' tokens do not expire (they are revoked): `expires_in_days` is refused.",
+    responses=errors(BAD_INPUT, NO_CREDENTIALS),
+)
+def create_cli_token(user: V1User, body: JsonBody, db: SessionDep) -> NewCliTokenOut:
+    data = validate(CliTokenInput, body)
+    if data.expires_in_days is not None:
+        raise invalid({"expires_in_days": ["Tokens do not expire here: revoke one when it is done with."]})
+    row, token = create_token_for(db, user.user.id, data.name)
+    return NewCliTokenOut(**cli_token_out(row).model_dump(), token=token)
+
+
+@router.delete(
+    "/cli-tokens/{token_id}",
+    operation_id="revokeCliToken",
+    status_code=204,
+    summary="Revoke one of the caller's tokens (openmagpie's form); it stops working at once",
+    responses=errors(NO_CREDENTIALS, (404, "not_found")),
+)
+def revoke_cli_token(request: Request, token_id: TokenId, user: V1User, db: SessionDep) -> Response:
+    return revoke_token(request, token_id, user, db)
+
+
 @router.post(
     "/device-sessions",
     openapi_extra=NO_CREDENTIALS_NEEDED,
@@ -339,7 +451,84 @@ def start_device(db: SessionDep, settings: SettingsDep) -> DeviceSessionOut:
         verification_uri=f"{base}{DEVICE_PATH}",
         expires_in=started.expires_in,
         interval=started.interval,
+        session_id=str(started.session_id),
+        authorize_url=f"{base}{DEVICE_PATH}?{urlencode({'user_code': started.user_code})}",
+        device_secret=started.device_code,
     )
+
+
+def token_pair_out(pair: TokenPair) -> TokenPairOut:
+    return TokenPairOut(
+        access_token=pair.access_token,
+        refresh_token=pair.refresh_token,
+        expires_in=pair.expires_in,
+        user=auth_user(pair.user),
+    )
+
+
+@router.get(
+    "/device-sessions/{session_id}",
+    openapi_extra=NO_CREDENTIALS_NEEDED,
+    operation_id="pollDeviceSessionById",
+    response_model=DeviceSessionPollOut,
+    summary="Poll a device session by its id with the header X-Device-Secret (openmagpie's form)",
+    description="`pending`, `expired`, or once approved `completed` with an access token (an hour), a "
+    "refresh token (30 days, for POST /v1/auth/tokens/refresh) and the user; issued once.",
+    responses=errors((403, "access_denied: the user refused"), (404, "not_found, a wrong secret or used")),
+)
+def poll_device_by_id(
+    session_id: Annotated[str, Path(max_length=64)],
+    db: SessionDep,
+    device_secret: Annotated[str, Header(alias="X-Device-Secret", max_length=256)] = "",
+) -> DeviceSessionPollOut:
+    now = utcnow()
+    polled = poll_session_by_id(db, session_id, device_secret, now)
+    if polled.user is None:
+        return DeviceSessionPollOut(status=polled.status)
+    pair = token_pair_out(issue_pair(db, polled.user, now))
+    return DeviceSessionPollOut(status=polled.status, **pair.model_dump())
+
+
+@router.post(
+    "/tokens/refresh",
+    openapi_extra={**request_body(RefreshInput), **NO_CREDENTIALS_NEEDED},
+    operation_id="refreshTokens",
+    response_model=TokenPairOut,
+    summary="A new token pair for a command-line login's refresh token; the old pair stops working",
+    responses=errors(BAD_INPUT, (401, "invalid_grant: unknown, used or expired")),
+)
+def refresh_tokens(request: Request, body: JsonBody, later: BackgroundTasks) -> TokenPairOut:
+    data = validate(RefreshInput, body)
+    # A refresh token used again ends the user's command-line logins, and that stands despite the 401.
+    with side_transaction(request, commit_despite=(DomainError,)) as db:
+        pair = refresh_pair(db, data.refresh_token, utcnow())
+        answer, account_id = token_pair_out(pair), pair.user.account_id
+    forget_at_once(request, account_id, later)
+    return answer
+
+
+def forget_at_once(request: Request, account_id: int, later: BackgroundTasks) -> None:
+    """A revoked token stops working at once: forgotten now, and again once the revocation is
+    committed, as a personal token's revoke does."""
+    lookup = app_state(request).token_lookup
+    lookup.forget_account(account_id)
+    later.add_task(forget_accounts, lookup, [account_id])
+
+
+@router.post(
+    "/tokens/revoke",
+    openapi_extra=NO_CREDENTIALS_NEEDED,
+    operation_id="revokeLogin",
+    response_model=RevokedOut,
+    summary="End the command-line login of the bearer access token (a personal token is never revoked here)",
+    description="Always 200: `revoked` says whether a login ended. A personal access token (`tdg_`) "
+    "stays valid: it is revoked only by DELETE /v1/auth/cli-tokens/{id} or /v1/auth/tokens/{id}.",
+)
+def revoke_login_route(request: Request, db: SessionDep, later: BackgroundTasks) -> RevokedOut:
+    account_id = revoke_login(db, bearer_token(request), utcnow())
+    if account_id is not None:
+        forget_at_once(request, account_id, later)
+    return RevokedOut(revoked=account_id is not None)
 
 
 @router.post(

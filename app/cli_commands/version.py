@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated
 
 import typer
 
 from app.cli import cli
-
-
-def installed_version() -> str:
-    try:
-        return version("tidings")
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        return "unknown (not installed)"
+from app.kit.release import installed_version
 
 
 def _print_version(value: bool) -> None:

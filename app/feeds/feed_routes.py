@@ -83,7 +83,8 @@ def get_feed(feed_id: str, session: SessionDep, principal: V1User) -> dict[str, 
     openapi_extra=request_body(FeedInput),
     response_model=FeedMutationResponse,
     summary="Edit a feed",
-    description="Replaces the feed's settings; `sources`, when given, replaces its sources by diff. "
+    description="Replaces the feed's settings; `sources`, when given with entries, replaces its sources "
+    "by diff (absent or empty, the sources are left alone). "
     "Changing `kind` is 409 `kind_immutable`." + DRY_RUN_NOTE,
     responses={**INVALID, **MISSING, 409: {"model": ErrorOut, "description": "`kind` cannot change"}},
 )
@@ -175,7 +176,7 @@ def _set_sources(
         principal,
         feed_id,
         payload.sources,
-        dry_run=dry_run,
+        dry_run=dry_run or payload.dry_run,
         allow_private=settings.outbound_allow_private,
         now=utcnow(),
     )
@@ -185,7 +186,7 @@ def _set_sources(
 SET_SOURCES_DOC = (
     'The body is a SourceSetPayload (`{version: "v1", sources}`) or a bare array of SourceInput. '
     "Sources whose spec is in both sets are kept (with their ids and watermarks), new ones are added, "
-    "the rest removed." + DRY_RUN_NOTE
+    "the rest removed. `dry_run: true` in the body is a dry run too." + DRY_RUN_NOTE
 )
 # Either shape: the payload, or its bare array of sources.
 SOURCE_SET_SCHEMA = {

@@ -11,12 +11,15 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.feeds.source_service import (
+    SeekCounts,
     SourceSetCounts,
     check_sources,
     feed_sources,
+    find_source,
     preview_set,
     preview_wire,
     replace_sources,
+    seek,
     sources_of_feeds,
     unique_inputs,
 )
@@ -26,7 +29,7 @@ from app.identity.principal import Principal
 from app.kit.errors import Conflict, NotFound
 from app.kit.ids import new_ulid, normalize_ulid
 from app.kit.v1_input import Cursor
-from app.models import Feed, FeedItem
+from app.models import Feed, FeedItem, Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +177,11 @@ def edit_feed(
     feed = find_feed(session, principal.account.id, feed_id, lock=not dry_run)
     if body.kind != feed.kind:
         raise Conflict(f"A feed's kind cannot change (it is {feed.kind!r}).", code="kind_immutable")
-    if body.sources is not None:
-        check_sources(body.sources, allow_private=allow_private)
+    # Empty is absent: openmagpie's CLI sends `"sources": []` with every edit and means "no change"
+    # (removing every source is `PUT /v1/feeds/{id}/sources` with an empty set).
+    replacement = body.sources or None
+    if replacement is not None:
+        check_sources(replacement, allow_private=allow_private)
     existing = feed_sources(session, feed.id)
     settings = _settings_of(body)
     if dry_run:
@@ -188,15 +194,15 @@ def edit_feed(
         )
         sources = (
             [source_wire(source) for source in existing]
-            if body.sources is None
-            else preview_set(existing, body.sources, now)
+            if replacement is None
+            else preview_set(existing, replacement, now)
         )
         return {**wire, "source_count": len(sources), "sources": sources, "summary": {}, "dry_run": True}
     for name, value in settings.items():
         setattr(feed, name, value)
     counts = (
-        replace_sources(session, feed, body.sources, dry_run=False, now=now)
-        if body.sources is not None
+        replace_sources(session, feed, replacement, dry_run=False, now=now)
+        if replacement is not None
         else None
     )
     feed.next_poll_at = (
@@ -269,4 +275,33 @@ def set_feed_sources(
 
 def list_sources(session: Session, account_id: int, feed_id: str) -> dict[str, Any]:
     feed = find_feed(session, account_id, feed_id)
-    return {"version": "v1", "sources": [source_wire(s) for s in feed_sources(session, feed.id)]}
+    sources = [source_wire(s) for s in feed_sources(session, feed.id)]
+    # `items` is the same list under the name openmagpie's server and CLI use for it.
+    return {"version": "v1", "sources": sources, "items": sources}
+
+
+def read_source(session: Session, account_id: int, source_id: str) -> dict[str, Any]:
+    return source_wire(find_source(session, account_id, source_id))
+
+
+def seek_feed_sources(
+    session: Session, account_id: int, feed_id: str, raw_to: str, *, dry_run: bool, now: datetime
+) -> SeekCounts:
+    """Every source of the feed to `raw_to` (source_service.seek)."""
+    feed = find_feed(session, account_id, feed_id, lock=not dry_run)
+    return seek(session, feed, feed_sources(session, feed.id), raw_to, dry_run=dry_run, now=now)
+
+
+def seek_one_source(
+    session: Session, account_id: int, source_id: str, raw_to: str, *, dry_run: bool, now: datetime
+) -> SeekCounts:
+    source = find_source(session, account_id, source_id)
+    # The feed's row lock, as for a set: a seek and a replacement of the same sources take turns.
+    feed = find_feed(session, account_id, source.feed_id, lock=not dry_run)
+    return seek(session, feed, [source], raw_to, dry_run=dry_run, now=now)
+
+
+def delete_source(session: Session, account_id: int, source_id: str) -> None:
+    """Removes one source (its items stay, as when a set drops it)."""
+    source = find_source(session, account_id, source_id)
+    session.execute(delete(Source).where(Source.id == source.id))

@@ -1,12 +1,12 @@
-"""GET /v1/feeds/{id}/items (the query is in item_service.py)."""
+"""GET /v1/feeds/{id}/items and GET /v1/feed-items/{id} (the queries are in item_service.py)."""
 
 from __future__ import annotations
 
 from fastapi import Response
 
 from app.db import SessionDep
-from app.feeds.item_service import item_page
-from app.feeds.wire import FeedItemListResponse
+from app.feeds.item_service import item_page, read_item
+from app.feeds.wire import FeedItemListResponse, FeedItemWire
 from app.identity.dependencies import V1User
 from app.kit.responses import json_response
 from app.kit.v1_input import PageCursor
@@ -27,3 +27,13 @@ router = V1Router(tags=["Feeds"])
 def list_items(feed_id: str, session: SessionDep, principal: V1User, cursor: PageCursor) -> Response:
     # Rows are plain JSON already: written as they are, without a model round trip per item.
     return json_response(item_page(session, principal.account.id, feed_id, cursor))
+
+
+@router.get(
+    "/v1/feed-items/{item_id}",
+    summary="One feed item by its own id",
+    response_model=FeedItemWire,
+    responses={404: {"model": ErrorOut, "description": "No such item in the account"}},
+)
+def get_item(item_id: str, session: SessionDep, principal: V1User) -> Response:
+    return json_response(read_item(session, principal.account.id, item_id))

@@ -8,6 +8,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.feeds.feed_service import find_feed
+from app.kit.errors import NotFound
+from app.kit.ids import normalize_ulid
 from app.kit.time import iso
 from app.kit.v1_input import Cursor
 from app.models import FeedItem
@@ -22,22 +24,39 @@ ITEM_COLUMNS = (
 )
 
 
+def _item_dict(row: Any) -> dict[str, Any]:
+    item_id, kind, external_id, occurred_at, label, data = row
+    return {
+        "id": item_id,
+        "source_kind": kind,
+        "external_id": external_id,
+        "occurred_at": iso(occurred_at),
+        "source_label": label,
+        "data": data,
+    }
+
+
+def read_item(session: Session, account_id: int, item_id: str) -> dict[str, Any]:
+    """One item by its own id, or 404 (another account's is indistinguishable from none)."""
+    canonical = normalize_ulid(item_id)
+    row = (
+        session.execute(
+            select(*ITEM_COLUMNS).where(FeedItem.id == canonical, FeedItem.account_id == account_id)
+        ).first()
+        if canonical is not None
+        else None
+    )
+    if row is None:
+        raise NotFound(f"No feed item {item_id}.")
+    return _item_dict(row)
+
+
 def item_page(session: Session, account_id: int, feed_id: str, cursor: Cursor) -> dict[str, Any]:
     feed = find_feed(session, account_id, feed_id)
     query = select(*ITEM_COLUMNS).where(FeedItem.feed_id == feed.id)
     if cursor.after is not None:
         query = query.where(FeedItem.id < cursor.after)
     rows = session.execute(query.order_by(FeedItem.id.desc()).limit(cursor.limit)).all()
-    items = [
-        {
-            "id": item_id,
-            "source_kind": kind,
-            "external_id": external_id,
-            "occurred_at": iso(occurred_at),
-            "source_label": label,
-            "data": data,
-        }
-        for item_id, kind, external_id, occurred_at, label, data in rows
-    ]
+    items = [_item_dict(row) for row in rows]
     next_cursor = items[-1]["id"] if len(items) == cursor.limit else None
     return {"items": items, "next_cursor": next_cursor}

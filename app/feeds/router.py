@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.feeds import feed_routes, item_routes, telemetry_routes
+from app.feeds import feed_routes, item_routes, source_routes, telemetry_routes
 
-feed_routers: list[APIRouter] = [feed_routes.router, item_routes.router, telemetry_routes.router]
+feed_routers: list[APIRouter] = [
+    feed_routes.router,
+    source_routes.router,
+    item_routes.router,
+    telemetry_routes.router,
+]

@@ -16,11 +16,14 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.feeds.specs import SourceInput, spec_hash
+from app.feeds.poll_queue import retention_start
+from app.feeds.specs import CLOCK_SKEW, SourceInput, spec_hash
 from app.feeds.wire import source_wire
-from app.kit.ids import new_ulid
+from app.kit.errors import NotFound
+from app.kit.ids import new_ulid, normalize_ulid
 from app.kit.safe_http import literal_host_problem
 from app.kit.v1_input import invalid
+from app.kit.windows import resolve_moment
 from app.models import Feed, Source
 
 log = logging.getLogger("tidings.feeds")
@@ -157,5 +160,81 @@ def replace_sources(
             source.updated_at = now
     # Made in input order: ids (ULIDs) then list the sources as they were given.
     session.add_all(new_source(feed.id, feed.account_id, key, wanted[key], now) for key in added)
+    session.flush()
+    return counts
+
+
+def find_source(session: Session, account_id: int, source_id: str) -> Source:
+    """The account's source by its own id, or 404 (another account's is indistinguishable from none)."""
+    canonical = normalize_ulid(source_id)
+    source = (
+        session.scalars(select(Source).where(Source.id == canonical, Source.account_id == account_id)).first()
+        if canonical is not None
+        else None
+    )
+    if source is None:
+        raise NotFound(f"No source {source_id}.")
+    return source
+
+
+@dataclass(frozen=True, slots=True)
+class SeekCounts:
+    advanced: int
+    rewound: int
+    unchanged: int
+    source_count: int
+    to: datetime
+    dry_run: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "advanced": self.advanced,
+            "rewound": self.rewound,
+            "unchanged": self.unchanged,
+            "source_count": self.source_count,
+            "to": self.to,
+            "dry_run": self.dry_run,
+        }
+
+
+def seek(
+    session: Session, feed: Feed, sources: list[Source], raw_to: str, *, dry_run: bool, now: datetime
+) -> SeekCounts:
+    """Moves the watermark of `sources` (of `feed`) to `raw_to` (app/kit/windows' grammar; `oldest` is
+    the feed's retention start). The next poll collects from there: a rewound source fetches again
+    what it already passed (stored items are deduplicated, unseen ones are new), an advanced one skips
+    what it had not fetched yet. Neither the future nor a moment before the retention window (whose
+    items were pruned and would come back as new) is a target."""
+    floor = retention_start(now, feed.retention_days)
+    try:
+        target = resolve_moment(raw_to, now=now, floor=floor)
+    except ValueError as exc:
+        raise invalid({"to": [str(exc)]}) from None
+    if target > now + CLOCK_SKEW:
+        raise invalid({"to": ["Must not be in the future."]})
+    if target < floor:
+        raise invalid(
+            {"to": [f"Must not be before the feed's retention window ({feed.retention_days} days)."]}
+        )
+    target = min(target, now)
+    advanced = [s for s in sources if s.last_event_at is None or s.last_event_at < target]
+    rewound = [s for s in sources if s.last_event_at is not None and s.last_event_at > target]
+    counts = SeekCounts(
+        len(advanced),
+        len(rewound),
+        len(sources) - len(advanced) - len(rewound),
+        len(sources),
+        target,
+        dry_run,
+    )
+    if dry_run or not (advanced or rewound):
+        return counts
+    for source in advanced + rewound:
+        # Both: the poll's lower bound is the later of the two (app/feeds/poll_queue.lower_bound).
+        source.start_at = target
+        source.last_event_at = target
+        source.updated_at = now
+    if feed.is_active:
+        feed.next_poll_at = min(feed.next_poll_at or now, now)
     session.flush()
     return counts

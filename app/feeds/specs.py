@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from app.kit.time import utcnow
@@ -131,6 +131,25 @@ class BoardCommentSpec(_Spec):
 SourceSpec = Annotated[
     ForumCommunitySpec | RssSpec | BoardFeedSpec | BoardCommentSpec, Field(discriminator="kind")
 ]
+# openmagpie's names of the kinds Tidings names otherwise, taken on input (answers use Tidings' names).
+OPENMAGPIE_KINDS = {
+    "reddit_subreddit": "forum_community",
+    "hn_feed": "board_feed",
+    "hn_comment": "board_comment",
+}
+
+
+def tidings_spec(value: Any) -> Any:
+    """A spec written with openmagpie's kind names (`reddit_subreddit` with `subreddit`, `hn_feed`,
+    `hn_comment`) as Tidings' spec of that kind."""
+    if not isinstance(value, dict) or value.get("kind") not in OPENMAGPIE_KINDS:
+        return value
+    spec = {**value, "kind": OPENMAGPIE_KINDS[value["kind"]]}
+    if "subreddit" in spec and "community" not in spec:
+        spec["community"] = spec.pop("subreddit")
+    return spec
+
+
 SPEC_MODELS: dict[str, type[_Spec]] = {
     "forum_community": ForumCommunitySpec,
     "rss": RssSpec,
@@ -170,7 +189,7 @@ class SourceInput(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    spec: SourceSpec
+    spec: Annotated[SourceSpec, BeforeValidator(tidings_spec)]
     meta: StringMap = {}
     field_map: StringMap = {}
     last_event_at: Annotated[datetime | None, AfterValidator(_not_future)] = None
@@ -181,6 +200,18 @@ class SourceSetPayload(BaseModel):
 
     version: Literal["v1"] = "v1"
     sources: Annotated[list[SourceInput], Field(max_length=MAX_SOURCES)] = []
+    # openmagpie's `magpie feed source set --dry-run` asks for its dry run here, in the body, beside
+    # the query's `?dry_run=`: either one makes the request a dry run.
+    dry_run: bool = False
+
+
+class SeekInput(BaseModel):
+    """POST .../seek: where to move the watermark (app/kit/windows' grammar, `oldest` included)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    to: Annotated[str, Field(min_length=1, max_length=64)]
+    dry_run: bool = False
 
 
 class CuratedFeedConfig(BaseModel):
@@ -216,8 +247,9 @@ class FeedFields(BaseModel):
 
 class FeedInput(FeedFields):
     """Create (POST) and edit (PUT). A create's `kind` must be `curated`; an edit's must be the feed's
-    own (any other is 409 `kind_immutable`). On an edit, `sources` replaces the feed's sources by diff
-    when given and leaves them alone when absent."""
+    own (any other is 409 `kind_immutable`). On an edit, `sources` with entries replaces the feed's
+    sources by diff; absent or empty, it leaves them alone (openmagpie's `magpie feed edit` always sends
+    `"sources": []`)."""
 
     @field_validator("kind")
     @classmethod

@@ -1,4 +1,4 @@
-"""GET and PUT /v1/telemetry (the state and the heartbeat are in telemetry_service.py)."""
+"""GET, PUT and POST /v1/telemetry (the state and the heartbeat are in telemetry_service.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from app.db import SessionDep
 from app.feeds.telemetry_service import set_mode, telemetry_state
-from app.feeds.wire import TelemetryInput, TelemetryState
+from app.feeds.wire import TelemetryInput, TelemetryState, TelemetrySwitch
 from app.identity.dependencies import V1User
 from app.kit.openapi import request_body
 from app.kit.v1_input import JsonBody, validate
@@ -37,4 +37,22 @@ def put_telemetry(
 ) -> dict[str, Any]:
     wanted = validate(TelemetryInput, body)
     set_mode(session, principal, wanted.mode)
+    return telemetry_state(session, principal, settings)
+
+
+@router.post(
+    "/v1/telemetry",
+    openapi_extra=request_body(TelemetrySwitch),
+    response_model=TelemetryState,
+    summary="Turn telemetry on or off with `enabled` (openmagpie's form; staff only)",
+    responses={
+        400: {"model": ErrorOut, "description": "`enabled` is not a boolean"},
+        403: {"model": ErrorOut, "description": "The caller is not staff (`can_set` is false)"},
+    },
+)
+def post_telemetry(
+    settings: SettingsDep, session: SessionDep, principal: V1User, body: JsonBody
+) -> dict[str, Any]:
+    wanted = validate(TelemetrySwitch, body)
+    set_mode(session, principal, "on" if wanted.enabled else "off")
     return telemetry_state(session, principal, settings)

@@ -66,11 +66,25 @@ class SourceSetResult(BaseModel):
     source_count: int
 
 
+class SourceSeekResult(BaseModel):
+    """A seek's tally over the sources in scope: `advanced` moved forward to `to`, `rewound` back,
+    `unchanged` were there already. `to` is the resolved moment; `dry_run` echoes the request."""
+
+    advanced: int
+    rewound: int
+    unchanged: int
+    source_count: int
+    to: Timestamp
+    dry_run: bool
+
+
 class SourceSetOut(BaseModel):
     """GET /v1/feeds/{id}/sources: the export format, which PUT and POST take back as it is."""
 
     version: Literal["v1"] = "v1"
     sources: list[SourceWire]
+    # The same sources again, under the key openmagpie's server answers (its CLI reads this one).
+    items: list[SourceWire]
 
 
 class BasePayload(BaseModel):
@@ -136,6 +150,14 @@ class TelemetryInput(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     mode: Literal["off", "on"]
+
+
+class TelemetrySwitch(BaseModel):
+    """POST /v1/telemetry, openmagpie's form of the switch: `enabled` true is `on`, false `off`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    enabled: bool
 
 
 # --- builders: rows to the dicts the schemas above describe -----------------------------------------

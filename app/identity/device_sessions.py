@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from hmac import compare_digest
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -35,6 +36,9 @@ class Started:
     user_code: str
     expires_in: int
     interval: int
+    # The row's id: openmagpie's command line polls GET /v1/auth/device-sessions/{session_id}, proving
+    # itself with the device code (its `device_secret`).
+    session_id: int
 
 
 def normalize_user_code(value: str) -> str:
@@ -46,16 +50,17 @@ def start_device_session(db: Session) -> Started:
     raw = "".join(secrets.choice(USER_CODE_ALPHABET) for _ in range(USER_CODE_LENGTH))
     user_code = f"{raw[:4]}-{raw[4:]}"
     device_code = secrets.token_urlsafe(32)
-    db.add(
-        DeviceSession(
-            device_code_hash=hash_token(device_code),
-            user_code_hash=hash_token(normalize_user_code(user_code)),
-            expires_at=utcnow() + DEVICE_SESSION_LIFETIME,
-            interval=POLL_INTERVAL,
-        )
+    row = DeviceSession(
+        device_code_hash=hash_token(device_code),
+        user_code_hash=hash_token(normalize_user_code(user_code)),
+        expires_at=utcnow() + DEVICE_SESSION_LIFETIME,
+        interval=POLL_INTERVAL,
     )
+    db.add(row)
     db.flush()
-    return Started(device_code, user_code, int(DEVICE_SESSION_LIFETIME.total_seconds()), POLL_INTERVAL)
+    return Started(
+        device_code, user_code, int(DEVICE_SESSION_LIFETIME.total_seconds()), POLL_INTERVAL, row.id
+    )
 
 
 def complete_device_session(db: Session, user_code: str, user_id: int, *, approve: bool) -> None:
@@ -104,17 +109,57 @@ def poll_device_session(db: Session, device_code: str) -> tuple[str, User]:
             raise poll_error("slow_down", f"Poll at most every {row.interval} seconds.")
         db.flush()
         raise poll_error("authorization_pending", "Waiting for a signed-in user to approve the code.")
-    # One token only, even when two polls race: the conditional UPDATE lets one of them through.
+    user = _claim(db, row, now)
+    if user is None:
+        raise poll_error("invalid_grant", "Unknown or already used device code.")
+    _, token = create_personal_token(db, user, TOKEN_NAME)
+    return token, user
+
+
+def _claim(db: Session, row: DeviceSession, now: datetime) -> User | None:
+    """The approving user, once: the conditional UPDATE lets one of two racing polls through."""
     claimed = db.execute(
         update(DeviceSession)
         .where(DeviceSession.id == row.id, DeviceSession.consumed_at.is_(None))
         .values(consumed_at=now, updated_at=now)
         .execution_options(synchronize_session=False)
     )
-    if getattr(claimed, "rowcount", 0) != 1:
-        raise poll_error("invalid_grant", "Unknown or already used device code.")
-    user = db.get(User, row.user_id)
+    if getattr(claimed, "rowcount", 0) != 1 or row.user_id is None:
+        return None
+    return db.get(User, row.user_id)
+
+
+@dataclass(frozen=True)
+class SessionPoll:
+    """openmagpie's poll answer: `pending`, `expired`, or `completed` with the approving user."""
+
+    status: str
+    user: User | None = None
+
+
+def poll_session_by_id(db: Session, session_id: str, device_secret: str, now: datetime) -> SessionPoll:
+    """GET /v1/auth/device-sessions/{id} (openmagpie's command line, every 2 seconds: it cannot slow
+    down, so it is not told to). Unknown, used, or a wrong secret: 404; denied: 403 `access_denied`."""
+    row = (
+        db.get(DeviceSession, int(session_id))
+        if session_id.isdigit() and len(session_id) < 19 and device_secret
+        else None
+    )
+    if (
+        row is None
+        or row.consumed_at is not None
+        or not compare_digest(row.device_code_hash, hash_token(device_secret))
+    ):
+        raise DomainError(404, "No such device session.", code="not_found")
+    if row.expires_at <= now:
+        return SessionPoll("expired")
+    if row.denied:
+        raise DomainError(403, "The user refused this device session.", code="access_denied")
+    if row.user_id is None:
+        row.last_polled_at = now
+        db.flush()
+        return SessionPoll("pending")
+    user = _claim(db, row, now)
     if user is None:
-        raise poll_error("invalid_grant", "Unknown or already used device code.")
-    _, token = create_personal_token(db, user, TOKEN_NAME)
-    return token, user
+        raise DomainError(404, "No such device session.", code="not_found")
+    return SessionPoll("completed", user)

@@ -1,6 +1,7 @@
 """Every SQLAlchemy model, imported here so Alembic sees the whole schema."""
 
 from app.models.automations import TRIGGER_TYPES, Automation, AutomationItem, AutomationTrigger
+from app.models.backfills import ActionBackfill
 from app.models.base import Base
 from app.models.campaigns import Campaign, CampaignList, Deliverable
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
@@ -42,6 +43,7 @@ __all__ = [
     "TRIGGER_TYPES",
     "Account",
     "AccountWebhook",
+    "ActionBackfill",
     "ActionKind",
     "Automation",
     "AutomationItem",

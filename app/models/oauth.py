@@ -65,7 +65,10 @@ class OAuthToken(Base):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    client_id: Mapped[int] = mapped_column(ForeignKey("oauth_clients.id", ondelete="CASCADE"), index=True)
+    # Null for openmagpie's command line signed in by a device session (app/identity/cli_logins.py).
+    client_id: Mapped[int | None] = mapped_column(
+        ForeignKey("oauth_clients.id", ondelete="CASCADE"), index=True, default=None
+    )
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     # The grant every token of one chain of refreshes descends from, so a replayed code or refresh
     # token can revoke the whole chain.

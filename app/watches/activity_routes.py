@@ -15,6 +15,7 @@ from app.kit.time import utcnow
 from app.kit.v1_input import PageCursor
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
+from app.kit.windows import WINDOW_PARAMS
 from app.models import DeliveryState, RunState
 from app.watches import activity_service
 from app.watches.wire import (
@@ -43,6 +44,10 @@ RUN_FILTERS = query_parameters(
         },
         "The summary's window (first page only)",
     ),
+    *(
+        query_parameter(name, {"type": "string"}, "A bound of the runs listed (see the description)")
+        for name in WINDOW_PARAMS
+    ),
 )
 DELIVERY_FILTERS = query_parameters(
     query_parameter(
@@ -59,7 +64,11 @@ DELIVERY_FILTERS = query_parameters(
     summary="An action's runs, newest first",
     description="`?state=` keeps runs in one state; `?window=` (24h, yesterday, 7d, 30d; default 7d) "
     "picks the summary's window. The first page (no `after`) carries the summary; `feeds` and "
-    "`feed_items` describe the items the runs worked on (an item pruned by retention is absent).",
+    "`feed_items` describe the items the runs worked on (an item pruned by retention is absent). "
+    "`?completed_since=`, `?completed_until=`, `?occurred_since=` and `?occurred_until=` keep the runs "
+    "completed, or whose item occurred, within `[since, until)`: each a keyword (`now`, `today`, "
+    "`yesterday`, `this-week`), a duration back from now (`7d`) or an ISO 8601 date-time; an `until` "
+    "alone starts 7 days before it.",
     responses=NOT_ACTION,
     openapi_extra=RUN_FILTERS,
 )
@@ -75,6 +84,7 @@ def action_activity(
         state=params.get("state"),
         window=params.get("window"),
         now=utcnow(),
+        bounds={name: params[name] for name in WINDOW_PARAMS if name in params},
     )
     return timestamped_json_response(page)
 

@@ -3,16 +3,17 @@ summary of the window asked for, one run in full, and the deliveries of webhook 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from app.kit.errors import NotFound
 from app.kit.ids import normalize_ulid
 from app.kit.v1_input import Cursor, invalid
+from app.kit.windows import resolve_windows
 from app.models import (
     TERMINAL_RUN_STATES,
     DeliveryState,
@@ -120,6 +121,22 @@ def feeds_of(session: Session, feed_ids: Iterable[str]) -> dict[str, dict[str, A
     return {feed_id: {"id": feed_id, "name": name} for feed_id, name in rows}
 
 
+def within_windows(query: Select[Any], resolved: Mapping[str, datetime]) -> Select[Any]:
+    """`query` of runs narrowed to the resolved bounds (resolve_windows' keys)."""
+    if "completed_since" in resolved:
+        query = query.where(WatchActionRun.completed_at >= resolved["completed_since"])
+    if "completed_until" in resolved:
+        query = query.where(WatchActionRun.completed_at < resolved["completed_until"])
+    occurred = []
+    if "occurred_since" in resolved:
+        occurred.append(FeedItem.occurred_at >= resolved["occurred_since"])
+    if "occurred_until" in resolved:
+        occurred.append(FeedItem.occurred_at < resolved["occurred_until"])
+    if occurred:
+        query = query.where(WatchActionRun.feed_item_id.in_(select(FeedItem.id).where(*occurred)))
+    return query
+
+
 def run_page(
     session: Session,
     account_id: int,
@@ -129,13 +146,24 @@ def run_page(
     state: str | None,
     window: str | None,
     now: datetime,
+    bounds: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """A page of the action's runs. `bounds` are the raw `occurred_since`, `occurred_until`,
+    `completed_since` and `completed_until` (app/kit/windows), each half-open `[since, until)`: on
+    when the run completed, and on when its item occurred (a pruned item's runs are then left out)."""
     state = read_choice(state, RunState, "state")
     window = read_choice(window, WINDOWS, "window") or DEFAULT_WINDOW
+    try:
+        resolved = resolve_windows(bounds or {}, now=now)
+    except ValueError as exc:
+        # resolve_windows starts its message with the parameter's name.
+        field, _, message = str(exc).partition(": ")
+        raise invalid({field: [message or field]}) from None
     action = find_action(session, account_id, action_id)
     query = select(WatchActionRun).where(WatchActionRun.action_id == action.id)
     if state is not None:
         query = query.where(WatchActionRun.state == state)
+    query = within_windows(query, resolved)
     if cursor.after is not None:
         query = query.where(WatchActionRun.id < cursor.after)
     runs = list(session.scalars(query.order_by(WatchActionRun.id.desc()).limit(cursor.limit)))

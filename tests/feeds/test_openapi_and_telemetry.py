@@ -33,8 +33,14 @@ ROUTES = {
     ("put", "/v1/feeds/{feed_id}/sources"),
     ("post", "/v1/feeds/{feed_id}/sources"),
     ("get", "/v1/feeds/{feed_id}/items"),
+    ("post", "/v1/feeds/{feed_id}/sources/seek"),
+    ("get", "/v1/feed-sources/{source_id}"),
+    ("delete", "/v1/feed-sources/{source_id}"),
+    ("post", "/v1/feed-sources/{source_id}/seek"),
+    ("get", "/v1/feed-items/{item_id}"),
     ("get", "/v1/telemetry"),
     ("put", "/v1/telemetry"),
+    ("post", "/v1/telemetry"),
     ("get", "/v1/watches"),
     ("post", "/v1/watches"),
     ("get", "/v1/watches/{watch_id}"),
@@ -50,6 +56,9 @@ ROUTES = {
     ("get", "/v1/actions/{action_id}/deliveries"),
     ("get", "/v1/action-activity/{run_id}"),
     ("get", "/v1/action-deliveries/{delivery_id}"),
+    ("post", "/v1/actions/{action_id}/backfill"),
+    ("get", "/v1/action-backfills"),
+    ("get", "/v1/action-backfills/{backfill_id}"),
     ("get", "/v1/engines"),
 }
 PUBLIC_AUTH_ROUTES = {
@@ -57,6 +66,9 @@ PUBLIC_AUTH_ROUTES = {
     ("post", "/v1/auth/login"),
     ("post", "/v1/auth/device-sessions"),
     ("post", "/v1/auth/device-sessions/token"),
+    ("get", "/v1/auth/device-sessions/{session_id}"),
+    ("post", "/v1/auth/tokens/refresh"),
+    ("post", "/v1/auth/tokens/revoke"),
 }
 AUTH_ROUTES = {
     ("post", "/v1/auth/logout"),
@@ -64,6 +76,9 @@ AUTH_ROUTES = {
     ("get", "/v1/auth/tokens"),
     ("post", "/v1/auth/tokens"),
     ("delete", "/v1/auth/tokens/{token_id}"),
+    ("get", "/v1/auth/cli-tokens"),
+    ("post", "/v1/auth/cli-tokens"),
+    ("delete", "/v1/auth/cli-tokens/{token_id}"),
     ("post", "/v1/auth/device-sessions/{user_code}/complete"),
 }
 

@@ -37,7 +37,10 @@ def sign_in(client: TestClient, person: Person) -> None:
 
 def test_the_whole_flow(auth_client: TestClient, member: Person, db: Session) -> None:
     started = start(auth_client)
-    assert set(started) == {"device_code", "user_code", "verification_uri", "expires_in", "interval"}
+    seed_keys = {"device_code", "user_code", "verification_uri", "expires_in", "interval"}
+    # openmagpie's keys beside them (tests/test_magpie_cli.py logs its command line in with them).
+    assert set(started) == seed_keys | {"session_id", "authorize_url", "device_secret"}
+    assert started["device_secret"] == started["device_code"]
     assert len(started["user_code"]) == 9 and started["user_code"][4] == "-"
     assert len(started["device_code"]) >= 40
     assert started["expires_in"] == 600
