@@ -88,6 +88,11 @@ class Settings(BaseSettings):
     # delivered): Gmail asks bulk senders to stay under 0.1% and never reach 0.3%.
     complaint_stop_rate: float = 0.001
     complaint_stop_min_sent: int = 1000
+    # ... and once more than this share of its attempted emails to one receiving domain were refused as
+    # `blocked` (policy, authentication, reputation: the sender's problem), after this many such
+    # refusals at that domain.
+    blocked_stop_rate: Annotated[float, Field(ge=0, le=1)] = 0.1
+    blocked_stop_min: Annotated[int, Field(ge=1)] = 10
     # Shared secret of POST /webhooks/bounces (`Authorization: Bearer ...`); empty turns the route off.
     bounce_webhook_secret: str = ""
     # Headers left out of DKIM signatures (comma-separated): those the relay rewrites, as Amazon SES

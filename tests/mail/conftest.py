@@ -107,9 +107,9 @@ def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple
 
 @pytest.fixture(scope="module")
 def sent(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sent]:
-    """One campaign to 16 contacts, sent with TIDINGS_BOUNCE_DOMAIN by a real worker process."""
+    """One campaign to 20 contacts, sent with TIDINGS_BOUNCE_DOMAIN by a real worker process."""
     prefix = unique("verp")
-    account_id, campaign_id = committed_campaign(engine, prefix, 16)
+    account_id, campaign_id = committed_campaign(engine, prefix, 20)
     var_dir = tmp_path_factory.mktemp("verp") / "var"
     try:
         received = send_with_worker(database_url, var_dir, TIDINGS_BOUNCE_DOMAIN=BOUNCE_DOMAIN)
@@ -129,7 +129,7 @@ def sent(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFac
             row = rows[rcpt]
             assert row.message_id == message_id
             emails.append(Email(row.id, row.contact_id, rcpt, mail_from, message_id))
-        assert len(emails) == 16
+        assert len(emails) == 20
         yield Sent(database_url, var_dir, emails)
     finally:
         drop_account(engine, account_id)

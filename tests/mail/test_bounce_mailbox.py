@@ -18,7 +18,7 @@ from app.config import Settings
 from app.mail.bounce_imap import ImapMailbox
 from app.mail.bounce_mailbox import parse_message, read_dsn
 from app.mail.sending.tokens import MailTokens
-from app.models import Contact, Deliverable, Suppression
+from app.models import BlockedRejection, Contact, Deliverable, Suppression
 from tests.mail import dsn_samples
 from tests.mail.conftest import (
     BASE,
@@ -118,6 +118,29 @@ def test_a_delay_is_a_soft_bounce_that_marks_nothing(sent: Sent, engine: Engine)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"soft bounce (4.4.1) of deliverable {email.deliverable_id}"
     assert state_of(engine, email) == ("sent", False, False)
+
+
+@pytest.mark.parametrize(
+    ("sample", "status"),
+    [(dsn_samples.gmail_unauthenticated, "5.7.26"), (dsn_samples.microsoft_block_list, "5.7.1")],
+    ids=["gmail-5.7.26", "microsoft-5.7.1"],
+)
+def test_a_refusal_of_the_sender_is_blocked_recorded_and_suppresses_nothing(
+    sent: Sent, engine: Engine, sample: Sample, status: str
+) -> None:
+    email = sent.take()
+    done = ingest(sent, sample(email.mail_from, email.address, email.message_id))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"blocked bounce ({status}) of deliverable {email.deliverable_id}"
+    assert state_of(engine, email) == ("sent", False, False)
+    with Session(engine) as session:
+        assert session.scalar(select(Suppression).where(Suppression.email_key == email.address)) is None
+        recorded = session.execute(
+            select(BlockedRejection.receiving_domain, BlockedRejection.status).where(
+                BlockedRejection.deliverable_id == email.deliverable_id
+            )
+        ).one()
+    assert tuple(recorded) == (email.address.rpartition("@")[2], status)
 
 
 def test_the_envelope_recipient_argument_names_the_email_when_the_headers_lost_it(

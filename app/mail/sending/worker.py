@@ -262,7 +262,8 @@ class SendWorker:
         except TemporaryFailure as exc:
             return outcome(SendResult.RETRY, error=str(exc)[:1000])
         except PermanentFailure as exc:
-            return outcome(SendResult.BOUNCED if exc.bounce else SendResult.FAILED, error=str(exc)[:1000])
+            refused = SendResult.BLOCKED if exc.blocked else SendResult.FAILED
+            return outcome(SendResult.BOUNCED if exc.bounce else refused, error=str(exc)[:1000])
         return outcome(SendResult.SENT, message_id=rendered.message_id)
 
     async def drain(self) -> int:
