@@ -21,6 +21,11 @@ Tidings through `tidings bounces ingest` (a Postfix pipe transport) or the IMAP 
 - Then it is reported through `bounces.apply_reports` like a webhook report, with the deliverable's own
   recipient and Message-ID, so the effects (and their idempotence) are the webhook's: docs/email-api.md.
 
+An unsubscribe request: mail a person sends to the List-Unsubscribe mailto address
+`unsubscribe+<deliverable id>-<12 hex digits of another HMAC>@<domain>` (render.py) unsubscribes that
+email's contact, and only it (the address is signed, so no one can write one for another contact);
+reports and automatic replies to it are not requests.
+
 A complaint (ARF, multipart/report; report-type=feedback-report, read by `arf.complaint_report`; its
 `not-spam` and `auth-failure` reports are not complaints) is applied as a complaint report about the
 email its signed VERP address or its copied Message-ID names, never about an address alone: anyone can
@@ -49,7 +54,7 @@ from app.mail.arf import complaint_report
 from app.mail.bounce_classes import BounceClass, classify, enhanced_status
 from app.mail.bounces import MAX_ROW_ID, MESSAGE_ID, Report, apply_reports
 from app.mail.sending.queue import BounceRule
-from app.mail.sending.render import VERP_PREFIX
+from app.mail.sending.render import UNSUBSCRIBE_PREFIX, VERP_PREFIX
 from app.mail.sending.tokens import MailTokens
 from app.models import Contact, Deliverable
 
@@ -59,14 +64,17 @@ log = logging.getLogger("tidings.bounces")
 # (a bounce of a 20 MB email need not be held whole).
 MAX_MESSAGE_BYTES = 1024 * 1024
 VERP_ADDRESS = re.compile(re.escape(VERP_PREFIX) + r"([0-9A-Za-z-]{1,40})@", re.IGNORECASE)
+UNSUBSCRIBE_ADDRESS = re.compile(re.escape(UNSUBSCRIBE_PREFIX) + r"([0-9A-Za-z-]{1,40})@", re.IGNORECASE)
 STATUS = re.compile(r"\b([245])\.\d{1,3}\.\d{1,3}\b")
 # A permanent SMTP reply quoted in a text bounce, with whatever follows it on the line.
 TEXT_REPLY = re.compile(r"\b5\d\d[ -].*")
 # Headers of the DSN, then of the returned message, where MTAs write the address a message came to.
 COPIED_MESSAGE_ID = re.compile(r"^Message-ID:[ \t]*(<[^<>\s]{1,900}>)", re.IGNORECASE | re.MULTILINE)
 RECIPIENT_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "X-Envelope-To", "To", "Return-Path")
+# Where an unsubscribe request names the address it was sent to (never the returned message's headers).
+REQUEST_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "X-Envelope-To", "To", "Cc")
 
-Kind = Literal["hard", "blocked", "soft", "complaint", "none"]
+Kind = Literal["hard", "blocked", "soft", "complaint", "unsubscribe", "none"]
 BOUNCE_KINDS: tuple[Kind, ...] = ("hard", "blocked", "soft")
 # How much of a text bounce (no delivery-status part) is searched for the receiver's reply.
 MAX_DIAGNOSTIC_TEXT = 64 * 1024
@@ -94,6 +102,10 @@ class Ingested:
     def describe(self) -> str:
         if self.kind == "none":
             return "ignored: not a bounce"
+        if self.kind == "unsubscribe":
+            if self.deliverable_id is None:
+                return "ignored: an unsubscribe request naming no email sent by Tidings"
+            return f"unsubscribe request for deliverable {self.deliverable_id}"
         if self.kind == "complaint":
             if self.deliverable_id is None:
                 return "ignored: a complaint report (ARF) naming no email sent by Tidings"
@@ -110,6 +122,9 @@ def parse_message(raw: bytes) -> Message:
 
 def read_dsn(message: Message, tokens: MailTokens, envelope_recipients: Sequence[str] = ()) -> Dsn:
     """Classify a message and find what names its email; no database."""
+    unsubscribing = _unsubscribe_request(message, tokens, envelope_recipients)
+    if unsubscribing is not None:
+        return Dsn("unsubscribe", None, unsubscribing, None)
     verp = _verp_deliverable(tokens, _recipient_candidates(message, envelope_recipients))
     original = _original_headers(message)
     message_id = original.get("Message-ID") if original is not None else _message_id_in_text(message)
@@ -141,14 +156,14 @@ def ingest_message(
             return Ingested("none", None, None, applied=False)
         if dsn.message_id is None and complaint.message_id:
             dsn = Dsn("complaint", None, dsn.verp_deliverable_id, complaint.message_id)
-    elif dsn.kind not in BOUNCE_KINDS:
+    elif dsn.kind not in (*BOUNCE_KINDS, "unsubscribe"):
         return Ingested(dsn.kind, dsn.status, None, applied=False)
     found = _deliverable(session, dsn)
     if found is None:
         return Ingested(dsn.kind, dsn.status, None, applied=False)
     deliverable_id, email_key, message_id = found
-    if dsn.kind == "complaint":
-        report = Report(type="complaint", email=email_key, message_id=message_id)
+    if dsn.kind in ("complaint", "unsubscribe"):
+        report = Report(type=dsn.kind, email=email_key, message_id=message_id)
     else:  # already classified (_status_of): the report carries the class and the receiver's words
         report = Report(
             type="bounce", email=email_key, message_id=message_id, bounce_type=dsn.kind
@@ -177,6 +192,30 @@ def _deliverable(session: Session, dsn: Dsn) -> tuple[int, str, str | None] | No
     if by_message_id is not None and _bare(row.message_id) != _bare(dsn.message_id):
         return None  # a Message-ID of the right shape that we never sent
     return row.id, row.email_key, row.message_id
+
+
+def _unsubscribe_request(
+    message: Message, tokens: MailTokens, envelope_recipients: Sequence[str]
+) -> int | None:
+    """The deliverable whose signed List-Unsubscribe address (`unsubscribe+<token>@<bounce domain>`) a
+    person wrote to, or None. Only the envelope and the message's own recipient headers count (a bounce
+    quoting the address does not), and neither a report nor an automatic reply (RFC 3834's
+    Auto-Submitted: a vacation notice) is a request."""
+    if message.get_content_type() == "multipart/report":
+        return None
+    auto = str(message.get("Auto-Submitted", "no")).strip().lower()
+    if auto and auto != "no":
+        return None
+    candidates = [
+        *envelope_recipients,
+        *(str(value) for header in REQUEST_HEADERS for value in message.get_all(header, [])),
+    ]
+    for candidate in candidates:
+        for match in UNSUBSCRIBE_ADDRESS.finditer(candidate):
+            deliverable_id = tokens.read_unsubscribe_address(match.group(1))
+            if deliverable_id is not None:
+                return deliverable_id
+    return None
 
 
 def _recipient_candidates(message: Message, envelope_recipients: Sequence[str]) -> Iterable[str]:

@@ -33,6 +33,7 @@ class Email:
     address: str
     mail_from: str
     message_id: str
+    list_unsubscribe: str
 
 
 @dataclass
@@ -89,9 +90,9 @@ def unique(name: str) -> str:
     return f"{name}{secrets.token_hex(3)}x"
 
 
-def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple[str, str, str]]:
+def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple[str, str, str, str]]:
     """Runs the real `tidings worker --once` into a loopback SMTP server: (MAIL FROM, RCPT TO,
-    Message-ID) of each email received."""
+    Message-ID, List-Unsubscribe) of each email received."""
     with running_sink() as sink:
         done = subprocess.run(
             [tidings_script(), "worker", "--once"],
@@ -102,7 +103,10 @@ def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple
         assert done.returncode == 0, done.stderr.decode()[-3000:]
         assert b"Traceback" not in done.stderr, done.stderr.decode()[-3000:]
         with sink.lock:
-            return [(r.sender, r.recipients[0], str(r.message["Message-ID"])) for r in sink.received]
+            return [
+                (r.sender, r.recipients[0], str(r.message["Message-ID"]), str(r.message["List-Unsubscribe"]))
+                for r in sink.received
+            ]
 
 
 @pytest.fixture(scope="module")
@@ -123,12 +127,12 @@ def sent(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFac
                 )
             }
         emails = []
-        for mail_from, rcpt, message_id in sorted(received, key=lambda r: r[1]):
+        for mail_from, rcpt, message_id, list_unsubscribe in sorted(received, key=lambda r: r[1]):
             if not rcpt.startswith(prefix):
                 continue
             row = rows[rcpt]
             assert row.message_id == message_id
-            emails.append(Email(row.id, row.contact_id, rcpt, mail_from, message_id))
+            emails.append(Email(row.id, row.contact_id, rcpt, mail_from, message_id, list_unsubscribe))
         assert len(emails) == 20
         yield Sent(database_url, var_dir, emails)
     finally:

@@ -414,3 +414,24 @@ def microsoft_block_list(verp: str, rcpt: str, message_id: str) -> bytes:
 
 def exim_content_rejected(verp: str, rcpt: str, message_id: str) -> bytes:
     return exim(verp, rcpt, message_id, reply="550 5.7.1 Message rejected due to content restrictions")
+
+
+def unsubscribe_request(list_unsubscribe: str, *, auto_reply: bool = False) -> bytes:
+    """What a mail client sends for the mailto entry of an email's List-Unsubscribe (RFC 2369): a short
+    message to the address, with the subject the URL asks for; or a vacation notice sent to it."""
+    mailto = list_unsubscribe.split("<mailto:")[1].split(">")[0]
+    address, _, query = mailto.partition("?")
+    subject = query.removeprefix("subject=") or "unsubscribe"
+    auto = "Auto-Submitted: auto-replied\n" if auto_reply else ""
+    return _crlf(f"""Return-Path: <ann@example.net>
+Delivered-To: {address}
+From: Ann <ann@example.net>
+To: {address}
+Subject: {"Out of office" if auto_reply else subject}
+Date: Wed, 25 Nov 2026 15:00:00 +0000
+Message-ID: <unsubscribe-request.1@mail.example.net>
+{auto}MIME-Version: 1.0
+Content-Type: text/plain; charset=us-ascii
+
+{"I am away until Monday." if auto_reply else "unsubscribe"}
+""")

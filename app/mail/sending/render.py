@@ -50,6 +50,9 @@ BASE64_LINES = [slice(start, start + BASE64_LINE) for start in range(0, 400_000,
 WHITESPACE = re.compile(r"\s+")
 # The local part of a VERP envelope sender before its token.
 VERP_PREFIX = "bounces+"
+# The List-Unsubscribe mailto address, `unsubscribe+<signed deliverable id>@<bounce domain>`: mail to it
+# reaches the bounce mailbox, which unsubscribes that email's contact (bounce_mailbox.py).
+UNSUBSCRIBE_PREFIX = "unsubscribe+"
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,8 +241,7 @@ def render(
         f"Subject: {_header_text(subject)}",
         f"Date: {_date_header()}",
         f"Message-ID: {message_id}",
-        f"List-Unsubscribe: <{unsubscribe_url}>, <mailto:unsubscribe@{host}?subject=unsubscribe%20"
-        f"{message_id.strip('<>')}>",
+        f"List-Unsubscribe: <{unsubscribe_url}>{_unsubscribe_mailto(tokens, deliverable_id, bounce_domain)}",
         "List-Unsubscribe-Post: List-Unsubscribe=One-Click",
         "MIME-Version: 1.0",
     ]
@@ -250,6 +252,15 @@ def render(
         else compiled.from_email
     )
     return Rendered(envelope_from, to_email, message, message_id)
+
+
+def _unsubscribe_mailto(tokens: MailTokens, deliverable_id: int, bounce_domain: str) -> str:
+    """The mailto entry of List-Unsubscribe, only with a bounce domain: an address that nothing reads
+    would be an unsubscribe promise broken, so without one only the https link is offered."""
+    if not bounce_domain:
+        return ""
+    token = tokens.unsubscribe_address_token(deliverable_id)
+    return f", <mailto:{UNSUBSCRIBE_PREFIX}{token}@{bounce_domain}?subject=unsubscribe>"
 
 
 def multipart_alternative(headers: list[str], text_body: str, html_body: str) -> bytes:
