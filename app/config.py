@@ -98,6 +98,10 @@ class Settings(BaseSettings):
     # Headers left out of DKIM signatures (comma-separated): those the relay rewrites, as Amazon SES
     # does Date and Message-ID. Empty: every header of app/mail/sending/dkim.py's list is signed.
     dkim_unsigned_headers: str = ""
+    # The relay adds a DKIM signature aligned with the From domain itself (SES Easy DKIM, Postmark,
+    # ...): email of a domain without a key of Tidings' is then no unsigned email, and production
+    # sends it (docs/deliverability.md).
+    relay_signs: bool = False
     # The bounce mailbox (docs/deliverability.md): with a domain, every email's envelope sender is
     # `bounces+<signed deliverable token>@<domain>`, and DSNs to it reach `tidings bounces ingest` or the
     # IMAP mailbox the worker polls (imaps://user:pass@host:993/INBOX) every bounce_imap_interval seconds.

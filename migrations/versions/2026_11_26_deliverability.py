@@ -1,5 +1,5 @@
 """deliverability: blocked rejections (refusals of the sender, not the address), counted per receiving
-domain
+domain; a campaign's send warning (sent unsigned)
 
 Revision ID: 2026_11_26_deliverability
 Revises: 2026_11_25_campaign_source_key
@@ -50,8 +50,11 @@ def upgrade() -> None:
     op.create_index(
         'ix_blocked_rejections_campaign_domain', 'blocked_rejections', ['campaign_id', 'receiving_domain']
     )
+    op.add_column('campaigns', sa.Column('send_warning', sa.String(length=255), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('campaigns') as batch:
+        batch.drop_column('send_warning')
     op.drop_index('ix_blocked_rejections_campaign_domain', table_name='blocked_rejections')
     op.drop_table('blocked_rejections')

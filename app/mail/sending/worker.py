@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from prometheus_client import Counter
@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.db import transaction
 from app.kit.time import utcnow
+from app.mail.campaign_check import SigningPolicy, from_domain, note_send_warning, unsigned_sentence
 from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.progress import CampaignProgress
 from app.mail.sending.queue import (
@@ -58,6 +59,8 @@ class SendConfig:
     concurrency: int = 8
     # TIDINGS_BOUNCE_DOMAIN: VERP envelope senders at this domain; empty: the campaign's from address.
     bounce_domain: str = ""
+    # Email of a From domain without a DKIM key: sent with a warning, or refused (campaign_check.py).
+    signing: SigningPolicy = field(default_factory=SigningPolicy)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SendConfig:
@@ -72,6 +75,7 @@ class SendConfig:
             bounce_rule=BounceRule.from_settings(settings),
             concurrency=settings.send_concurrency,
             bounce_domain=settings.bounce_domain,
+            signing=SigningPolicy.from_settings(settings),
         )
 
     @property
@@ -107,6 +111,10 @@ class SendWorker:
         self.recorder = OutcomeRecorder(self.record)
         # Set by a graceful stop: no email is started after it; claimed ones go back to the queue.
         self.stopping = False
+        # (domain, campaign) pairs already warned about as unsigned, and the campaigns whose email is
+        # refused for want of a key (production): see _check_signing.
+        self._unsigned_noted: set[tuple[str, int]] = set()
+        self._refused_unsigned: dict[int, str] = {}
 
     # --- the steps, each one transaction ---
 
@@ -135,6 +143,7 @@ class SendWorker:
             self._load_campaigns(session, {c.campaign_id for c in claimed})
             if self.dkim is not None:
                 self.dkim.refresh(session)  # keys made or deleted since the last batch
+                self._check_signing(session, {c.campaign_id for c in claimed}, self.dkim)
             # Custom field values only for campaigns whose template names one (most name none).
             wanted = {c.contact_id for c in claimed if self._compiled[c.campaign_id][1].uses_custom_fields}
             if not wanted:
@@ -149,6 +158,24 @@ class SendWorker:
     def release(self, unsent: Sequence[Claimed]) -> int:
         with transaction(self.session_factory) as session:
             return release_unsent(session, unsent, self.clock())
+
+    def _check_signing(self, session: Session, campaign_ids: set[int], dkim: DkimSigner) -> None:
+        """Once a batch, per campaign in it (never per email): a From domain without a DKIM key is
+        logged once per domain and campaign and noted on the campaign for its view; under the refusing
+        policy its emails are failed instead of sent unsigned (_send)."""
+        for campaign_id in campaign_ids:
+            self._refused_unsigned.pop(campaign_id, None)
+            domain = from_domain(self._compiled[campaign_id][1].from_email)
+            if self.config.signing.relay_signs or dkim.keys_for(domain):
+                continue
+            refused = self.config.signing.refuse_unsigned
+            sentence = unsigned_sentence(domain, refused=refused)
+            if refused:
+                self._refused_unsigned[campaign_id] = sentence
+            if (domain, campaign_id) not in self._unsigned_noted:
+                self._unsigned_noted.add((domain, campaign_id))
+                log.warning("campaign %s: %s", campaign_id, sentence)
+                note_send_warning(session, campaign_id, sentence)
 
     def _load_campaigns(self, session: Session, campaign_ids: set[int]) -> None:
         stamps = dict(
@@ -243,6 +270,8 @@ class SendWorker:
                 lease_until=item.lease_until,
             )
 
+        if self._refused_unsigned and item.campaign_id in self._refused_unsigned:
+            return outcome(SendResult.FAILED, error=self._refused_unsigned[item.campaign_id])
         try:
             compiled = self._compiled[item.campaign_id][1]
             recipient = Recipient(
