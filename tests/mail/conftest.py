@@ -104,7 +104,12 @@ def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple
         assert b"Traceback" not in done.stderr, done.stderr.decode()[-3000:]
         with sink.lock:
             return [
-                (r.sender, r.recipients[0], str(r.message["Message-ID"]), str(r.message["List-Unsubscribe"]))
+                (
+                    r.sender,
+                    r.recipients[0],
+                    str(r.message["Message-ID"]),
+                    " ".join(str(r.message["List-Unsubscribe"]).split()),
+                )
                 for r in sink.received
             ]
 

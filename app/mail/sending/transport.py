@@ -84,7 +84,9 @@ class MaildirTransport:
 class SmtpTransport:
     """A pool of at most `size` open SMTP connections, each sending one message at a time."""
 
-    def __init__(self, url: str, size: int, *, timeout: float = SMTP_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self, url: str, size: int, *, timeout: float = SMTP_TIMEOUT_SECONDS, local_name: str | None = None
+    ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
             raise ValueError("TIDINGS_SMTP_URL must look like smtp://user:pass@host:port or smtps://...")
@@ -101,7 +103,8 @@ class SmtpTransport:
         self._idle: list[SmtpConnection] = []
         self._slots = asyncio.Semaphore(self.size)
         self._tls_context: ssl.SSLContext | None = None
-        self._local_name: str | None = None
+        # What EHLO says (TIDINGS_SMTP_HELO_NAME or the base URL's host); None: the machine's name.
+        self._local_name: str | None = local_name
         # After a failed connect, sends fail fast until then instead of each trying (and waiting) again.
         self._down_until = 0.0
 
@@ -206,9 +209,9 @@ def _failure(code: int, text: str, *, about_recipient: bool) -> Exception:
     return PermanentFailure(message, bounce=kind == "hard", blocked=kind == "blocked")
 
 
-def make_transport(smtp_url: str, outbox: Path, size: int) -> Transport:
+def make_transport(smtp_url: str, outbox: Path, size: int, local_name: str | None = None) -> Transport:
     if smtp_url:
-        return SmtpTransport(smtp_url, size)
+        return SmtpTransport(smtp_url, size, local_name=local_name)
     return MaildirTransport(outbox)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from prometheus_client import Counter
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -34,11 +34,11 @@ from app.mail.sending.queue import (
     release_unsent,
 )
 from app.mail.sending.recorder import OutcomeRecorder
-from app.mail.sending.render import CompiledCampaign, Recipient, compile_campaign, render
+from app.mail.sending.render import CompiledCampaign, Recipient, campaign_headers, compile_campaign, render
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, Transport
 from app.mail.stats import SendingTotals, sending_totals
-from app.models import Campaign
+from app.models import Campaign, CampaignList
 
 log = logging.getLogger("tidings.sending")
 EMAILS = Counter(
@@ -184,9 +184,13 @@ class SendWorker:
             ).all()
         )
         stale = [cid for cid, stamp in stamps.items() if self._compiled.get(cid, (None,))[0] != stamp]
+        first_lists = _first_lists(session, stale)
         for campaign in session.scalars(select(Campaign).where(Campaign.id.in_(stale))):
+            headers = campaign_headers(
+                campaign.id, campaign.account_id, first_lists.get(campaign.id), self.config.base_url
+            )
             compiled = compile_campaign(
-                campaign.id, campaign.subject, campaign.html, campaign.from_name, campaign.from_email
+                campaign.id, campaign.subject, campaign.html, campaign.from_name, campaign.from_email, headers
             )
             self._compiled[campaign.id] = (campaign.updated_at, compiled)
 
@@ -302,3 +306,15 @@ class SendWorker:
         while sent := await self.run_once():
             total += sent
         return total
+
+
+def _first_lists(session: Session, campaign_ids: list[int]) -> dict[int, int]:
+    """Each campaign's lowest list id (its List-Id), once per compile, not per email."""
+    if not campaign_ids:
+        return {}
+    rows = session.execute(
+        select(CampaignList.campaign_id, func.min(CampaignList.list_id))
+        .where(CampaignList.campaign_id.in_(campaign_ids))
+        .group_by(CampaignList.campaign_id)
+    )
+    return {campaign_id: list_id for campaign_id, list_id in rows}
