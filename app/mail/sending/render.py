@@ -48,8 +48,6 @@ BASE64_LINE = 76
 # The slices that cut base64 into lines, made once (enough for a 300 KB part; longer ones slice as they go).
 BASE64_LINES = [slice(start, start + BASE64_LINE) for start in range(0, 400_000, BASE64_LINE)]
 WHITESPACE = re.compile(r"\s+")
-ASCII_BYTES = bytes(range(128))
-LEADING_DOT = re.compile(rb"(?m)^\.")
 # The local part of a VERP envelope sender before its token.
 VERP_PREFIX = "bounces+"
 # The List-Unsubscribe mailto address, `unsubscribe+<signed deliverable id>@<bounce domain>`: mail to it
@@ -290,8 +288,7 @@ def _unsubscribe_mailto(tokens: MailTokens, deliverable_id: int, bounce_domain: 
 
 
 def multipart_alternative(headers: list[str], text_body: str, html_body: str) -> bytes:
-    """A multipart/alternative message (text, then html), both parts UTF-8: the html in base64, the
-    text in quoted-printable when it is mostly ASCII (_text_part).
+    """A multipart/alternative message (text, then html), both parts UTF-8 in base64.
 
     A WireMessage (ready for SMTP's DATA as it is) when the headers hold no line break but CRLF
     folding and start no line with "."; the parts are base64 and the boundaries are ours."""
@@ -303,7 +300,9 @@ def multipart_alternative(headers: list[str], text_body: str, html_body: str) ->
             b"",
             b"--" + boundary,
             b'Content-Type: text/plain; charset="utf-8"',
-            *_text_part(text_body),
+            b"Content-Transfer-Encoding: base64",
+            b"",
+            _base64(text_body),
             b"--" + boundary,
             b'Content-Type: text/html; charset="utf-8"',
             b"Content-Transfer-Encoding: base64",
@@ -314,19 +313,6 @@ def multipart_alternative(headers: list[str], text_body: str, html_body: str) ->
         ]
     )
     return WireMessage(message) if all(_wire_safe(header) for header in headers) else message
-
-
-def _text_part(text: str) -> tuple[bytes, bytes, bytes]:
-    """The text part's encoding header, a blank line and its body: quoted-printable when the text is
-    mostly ASCII (rspamd scores base64 plain text; QP keeps it readable), else base64."""
-    data = text.encode("utf-8")
-    if len(data.translate(None, ASCII_BYTES)) * 10 > len(data):
-        return b"Content-Transfer-Encoding: base64", b"", _base64(text)
-    encoded = binascii.b2a_qp(data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"), istext=True)
-    # A line starting with "." would need SMTP's dot-stuffing, which a WireMessage skips: write it encoded.
-    if encoded.startswith(b".") or b"\n." in encoded:
-        encoded = LEADING_DOT.sub(b"=2E", encoded)
-    return b"Content-Transfer-Encoding: quoted-printable", b"", encoded
 
 
 def _wire_safe(header: str) -> bool:
