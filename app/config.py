@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 from functools import cached_property
-from ipaddress import IPv4Network, IPv6Network, ip_network
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -88,11 +88,23 @@ class Settings(BaseSettings):
     # delivered): Gmail asks bulk senders to stay under 0.1% and never reach 0.3%.
     complaint_stop_rate: float = 0.001
     complaint_stop_min_sent: int = 1000
+    # ... and once more than this share of its attempted emails to one receiving domain were refused as
+    # `blocked` (policy, authentication, reputation: the sender's problem), after this many such
+    # refusals at that domain.
+    blocked_stop_rate: Annotated[float, Field(ge=0, le=1)] = 0.1
+    blocked_stop_min: Annotated[int, Field(ge=1)] = 10
     # Shared secret of POST /webhooks/bounces (`Authorization: Bearer ...`); empty turns the route off.
     bounce_webhook_secret: str = ""
     # Headers left out of DKIM signatures (comma-separated): those the relay rewrites, as Amazon SES
     # does Date and Message-ID. Empty: every header of app/mail/sending/dkim.py's list is signed.
     dkim_unsigned_headers: str = ""
+    # The relay adds a DKIM signature aligned with the From domain itself (SES Easy DKIM, Postmark,
+    # ...): email of a domain without a key of Tidings' is then no unsigned email, and production
+    # sends it (docs/deliverability.md).
+    relay_signs: bool = False
+    # What the SMTP client says in EHLO; empty: the host of TIDINGS_BASE_URL when that is set, else the
+    # machine's name (receivers score `localhost` and names that resolve to nothing).
+    smtp_helo_name: str = ""
     # The bounce mailbox (docs/deliverability.md): with a domain, every email's envelope sender is
     # `bounces+<signed deliverable token>@<domain>`, and DSNs to it reach `tidings bounces ingest` or the
     # IMAP mailbox the worker polls (imaps://user:pass@host:993/INBOX) every bounce_imap_interval seconds.
@@ -254,6 +266,21 @@ class Settings(BaseSettings):
             # Tracking and unsubscribe links, and the Secure flag of session cookies, follow it.
             problems.append("TIDINGS_BASE_URL must be an https:// address when TIDINGS_ENV=production")
         return problems
+
+    @property
+    def ehlo_name(self) -> str | None:
+        """The EHLO name (None: the machine's own, looked up by the transport). An IP address is
+        written as an address literal, `[192.0.2.7]`, as RFC 5321 wants."""
+        name = self.smtp_helo_name.strip() or (
+            urlsplit(self.base_url).hostname if self.base_url_is_set else ""
+        )
+        if not name:
+            return None
+        try:
+            address = ip_address(name)
+        except ValueError:
+            return name
+        return f"[IPv6:{address}]" if address.version == 6 else f"[{address}]"
 
     @property
     def outbox_path(self) -> Path:

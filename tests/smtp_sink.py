@@ -56,6 +56,8 @@ class SmtpSink:
     drop_mail: int = 0
     # EHLOs seen: one a connection.
     ehlos: int = 0
+    # The name each EHLO gave.
+    ehlo_names: list[str] = field(default_factory=list)
     # Once this many messages were accepted, every further message waits before its answer until
     # `holding` is cleared: emails stay on the wire (a relay that went slow) while a test looks.
     hold_after: int | None = None
@@ -75,6 +77,7 @@ class SmtpSink:
     ) -> list[str]:
         session.host_name = hostname
         self.ehlos += 1
+        self.ehlo_names.append(hostname)
         if self.pipelining:
             responses.insert(-1, "250-PIPELINING")
         return responses

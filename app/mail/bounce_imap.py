@@ -139,7 +139,7 @@ class BounceMailboxJobs(JobSet):
                 with transaction(self.session_factory) as session:
                     ingested = ingest_message(session, raw, self.tokens, utcnow(), self.rule)
                 log.info("bounce mailbox message %s: %s", uid, ingested.describe())
-                done = ingested.kind in ("hard", "soft", "complaint")
+                done = ingested.kind != "none"
                 flags = r"(\Seen \Deleted)" if done else r"(\Seen)"
                 client.uid("STORE", uid, "+FLAGS.SILENT", flags)
                 deleted += done

@@ -12,13 +12,19 @@ Tidings through `tidings bounces ingest` (a Postfix pipe transport) or the IMAP 
   returned original message carries (render.py makes it `<deliverable.campaign.random@host>`, and the
   whole id must equal the one recorded). A DSN naming neither is ignored: the recipient address alone is
   not trusted, or anyone could mark any subscriber bounced by mailing the bounce address.
-- What happened, whatever the wording: the `Status` of the message/delivery-status part's recipient
-  blocks (a 5.x.x status: a hard bounce; 4.x.x or `Action: delayed`: a soft bounce; `delivered`,
-  `relayed` and `expanded` are not bounces). A bounce without a delivery-status part (older Exim,
-  qmail, some Exchange servers) is read by GNU Mailman's detectors (`flufl.bounce`): a permanent failure
-  is hard, a temporary one soft.
+- What happened, whatever the wording: the `Status` and `Diagnostic-Code` of the message/delivery-status
+  part's recipient blocks, classified by bounce_classes.py (5.1.x: hard; 5.7.x and other refusals of the
+  sender: blocked; 4.x.x or `Action: delayed`: soft; `delivered`, `relayed` and `expanded` are not
+  bounces). A bounce without a delivery-status part (older Exim, qmail, some Exchange servers) is read
+  by GNU Mailman's detectors (`flufl.bounce`): a temporary failure is soft, a permanent one is
+  classified by the SMTP reply its text quotes (hard when it quotes none).
 - Then it is reported through `bounces.apply_reports` like a webhook report, with the deliverable's own
   recipient and Message-ID, so the effects (and their idempotence) are the webhook's: docs/email-api.md.
+
+An unsubscribe request: mail a person sends to the List-Unsubscribe mailto address
+`unsubscribe+<deliverable id>-<12 hex digits of another HMAC>@<domain>` (render.py) unsubscribes that
+email's contact, and only it (the address is signed, so no one can write one for another contact);
+reports and automatic replies to it are not requests.
 
 A complaint (ARF, multipart/report; report-type=feedback-report, read by `arf.complaint_report`; its
 `not-spam` and `auth-failure` reports are not complaints) is applied as a complaint report about the
@@ -45,9 +51,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.mail.arf import complaint_report
+from app.mail.bounce_classes import BounceClass, classify, enhanced_status
 from app.mail.bounces import MAX_ROW_ID, MESSAGE_ID, Report, apply_reports
 from app.mail.sending.queue import BounceRule
-from app.mail.sending.render import VERP_PREFIX
+from app.mail.sending.render import UNSUBSCRIBE_PREFIX, VERP_PREFIX
 from app.mail.sending.tokens import MailTokens
 from app.models import Contact, Deliverable
 
@@ -57,12 +64,20 @@ log = logging.getLogger("tidings.bounces")
 # (a bounce of a 20 MB email need not be held whole).
 MAX_MESSAGE_BYTES = 1024 * 1024
 VERP_ADDRESS = re.compile(re.escape(VERP_PREFIX) + r"([0-9A-Za-z-]{1,40})@", re.IGNORECASE)
+UNSUBSCRIBE_ADDRESS = re.compile(re.escape(UNSUBSCRIBE_PREFIX) + r"([0-9A-Za-z-]{1,40})@", re.IGNORECASE)
 STATUS = re.compile(r"\b([245])\.\d{1,3}\.\d{1,3}\b")
+# A permanent SMTP reply quoted in a text bounce, with whatever follows it on the line.
+TEXT_REPLY = re.compile(r"\b5\d\d[ -].*")
 # Headers of the DSN, then of the returned message, where MTAs write the address a message came to.
 COPIED_MESSAGE_ID = re.compile(r"^Message-ID:[ \t]*(<[^<>\s]{1,900}>)", re.IGNORECASE | re.MULTILINE)
 RECIPIENT_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "X-Envelope-To", "To", "Return-Path")
+# Where an unsubscribe request names the address it was sent to (never the returned message's headers).
+REQUEST_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "X-Envelope-To", "To", "Cc")
 
-Kind = Literal["hard", "soft", "complaint", "none"]
+Kind = Literal["hard", "blocked", "soft", "complaint", "unsubscribe", "none"]
+BOUNCE_KINDS: tuple[Kind, ...] = ("hard", "blocked", "soft")
+# How much of a text bounce (no delivery-status part) is searched for the receiver's reply.
+MAX_DIAGNOSTIC_TEXT = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +88,8 @@ class Dsn:
     status: str | None
     verp_deliverable_id: int | None
     message_id: str | None
+    # The receiver's reply (Diagnostic-Code, or the line of a text bounce), kept with a blocked refusal.
+    diagnostic: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +102,10 @@ class Ingested:
     def describe(self) -> str:
         if self.kind == "none":
             return "ignored: not a bounce"
+        if self.kind == "unsubscribe":
+            if self.deliverable_id is None:
+                return "ignored: an unsubscribe request naming no email sent by Tidings"
+            return f"unsubscribe request for deliverable {self.deliverable_id}"
         if self.kind == "complaint":
             if self.deliverable_id is None:
                 return "ignored: a complaint report (ARF) naming no email sent by Tidings"
@@ -101,6 +122,9 @@ def parse_message(raw: bytes) -> Message:
 
 def read_dsn(message: Message, tokens: MailTokens, envelope_recipients: Sequence[str] = ()) -> Dsn:
     """Classify a message and find what names its email; no database."""
+    unsubscribing = _unsubscribe_request(message, tokens, envelope_recipients)
+    if unsubscribing is not None:
+        return Dsn("unsubscribe", None, unsubscribing, None)
     verp = _verp_deliverable(tokens, _recipient_candidates(message, envelope_recipients))
     original = _original_headers(message)
     message_id = original.get("Message-ID") if original is not None else _message_id_in_text(message)
@@ -111,8 +135,8 @@ def read_dsn(message: Message, tokens: MailTokens, envelope_recipients: Sequence
         and report_type.lower() == "feedback-report"
     ):
         return Dsn("complaint", None, verp, message_id)
-    kind, status = _status_of(message)
-    return Dsn(kind, status, verp, message_id.strip() if message_id else None)
+    kind, status, diagnostic = _status_of(message)
+    return Dsn(kind, status, verp, message_id.strip() if message_id else None, diagnostic)
 
 
 def ingest_message(
@@ -132,16 +156,18 @@ def ingest_message(
             return Ingested("none", None, None, applied=False)
         if dsn.message_id is None and complaint.message_id:
             dsn = Dsn("complaint", None, dsn.verp_deliverable_id, complaint.message_id)
-    elif dsn.kind not in ("hard", "soft"):
+    elif dsn.kind not in (*BOUNCE_KINDS, "unsubscribe"):
         return Ingested(dsn.kind, dsn.status, None, applied=False)
     found = _deliverable(session, dsn)
     if found is None:
         return Ingested(dsn.kind, dsn.status, None, applied=False)
     deliverable_id, email_key, message_id = found
-    if dsn.kind == "complaint":
-        report = Report(type="complaint", email=email_key, message_id=message_id)
-    else:
-        report = Report(type="bounce", email=email_key, message_id=message_id, bounce_type=dsn.kind)
+    if dsn.kind in ("complaint", "unsubscribe"):
+        report = Report(type=dsn.kind, email=email_key, message_id=message_id)
+    else:  # already classified (_status_of): the report carries the class and the receiver's words
+        report = Report(
+            type="bounce", email=email_key, message_id=message_id, bounce_type=dsn.kind
+        ).model_copy(update={"diagnostic": dsn.diagnostic})
     applied = apply_reports(session, [report], now, rule)
     return Ingested(dsn.kind, dsn.status, deliverable_id, applied=applied.processed == 1)
 
@@ -166,6 +192,30 @@ def _deliverable(session: Session, dsn: Dsn) -> tuple[int, str, str | None] | No
     if by_message_id is not None and _bare(row.message_id) != _bare(dsn.message_id):
         return None  # a Message-ID of the right shape that we never sent
     return row.id, row.email_key, row.message_id
+
+
+def _unsubscribe_request(
+    message: Message, tokens: MailTokens, envelope_recipients: Sequence[str]
+) -> int | None:
+    """The deliverable whose signed List-Unsubscribe address (`unsubscribe+<token>@<bounce domain>`) a
+    person wrote to, or None. Only the envelope and the message's own recipient headers count (a bounce
+    quoting the address does not), and neither a report nor an automatic reply (RFC 3834's
+    Auto-Submitted: a vacation notice) is a request."""
+    if message.get_content_type() == "multipart/report":
+        return None
+    auto = str(message.get("Auto-Submitted", "no")).strip().lower()
+    if auto and auto != "no":
+        return None
+    candidates = [
+        *envelope_recipients,
+        *(str(value) for header in REQUEST_HEADERS for value in message.get_all(header, [])),
+    ]
+    for candidate in candidates:
+        for match in UNSUBSCRIBE_ADDRESS.finditer(candidate):
+            deliverable_id = tokens.read_unsubscribe_address(match.group(1))
+            if deliverable_id is not None:
+                return deliverable_id
+    return None
 
 
 def _recipient_candidates(message: Message, envelope_recipients: Sequence[str]) -> Iterable[str]:
@@ -216,9 +266,10 @@ def _message_id_in_text(message: Message) -> str | None:
     return None
 
 
-def _status_of(message: Message) -> tuple[Kind, str | None]:
-    """The worst outcome among the recipient blocks of the delivery-status parts; flufl.bounce's
-    detectors for a bounce without one."""
+def _status_of(message: Message) -> tuple[Kind, str | None, str | None]:
+    """The worst outcome (hard, then blocked, then soft) among the recipient blocks of the
+    delivery-status parts, each classified by its Status and Diagnostic-Code (bounce_classes.py);
+    flufl.bounce's detectors for a bounce without one, the class then read from its text."""
     blocks = [
         block
         for part in message.walk()
@@ -226,34 +277,55 @@ def _status_of(message: Message) -> tuple[Kind, str | None]:
         for block in _status_blocks(part)
     ]
     if blocks:
-        outcomes: list[tuple[Kind, str | None]] = []
+        outcomes: list[tuple[Kind, str | None, str | None]] = []
         for block in blocks:
             action = str(block.get("Action", "")).strip().lower()
             match = STATUS.search(str(block.get("Status", "")))
             status = match.group(0) if match else None
             if action in ("delivered", "relayed", "expanded") or (match and match.group(1) == "2"):
                 continue
+            diagnostic = " ".join(str(block.get("Diagnostic-Code", "")).split()) or None
             if match is not None:
-                outcomes.append(("hard" if match.group(1) == "5" else "soft", status))
+                reported: BounceClass = "hard" if match.group(1) == "5" else "soft"
+                kind = classify(f"{status} {diagnostic or ''}", reported)
+                outcomes.append((kind, status, diagnostic or status))
             elif action == "failed":
-                outcomes.append(("hard", None))
+                outcomes.append((classify(diagnostic, "hard"), None, diagnostic))
             elif action == "delayed":
-                outcomes.append(("soft", None))
-        for wanted in ("hard", "soft"):
-            for kind, status in outcomes:
-                if kind == wanted:
-                    return kind, status
-        return "none", None
+                outcomes.append(("soft", None, diagnostic))
+        for wanted in BOUNCE_KINDS:
+            for outcome in outcomes:
+                if outcome[0] == wanted:
+                    return outcome
+        return "none", None, None
     try:
         temporary, permanent = all_failures(message)
     except Exception:  # a heuristic detector tripping over odd input: not a bounce we can read
         log.warning("flufl.bounce could not read a message", exc_info=True)
-        return "none", None
+        return "none", None, None
     if permanent:
-        return "hard", None
+        reply = _reply_in_text(message)
+        return classify(reply, "hard"), enhanced_status(reply), reply
     if temporary:
-        return "soft", None
-    return "none", None
+        return "soft", None, None
+    return "none", None, None
+
+
+def _reply_in_text(message: Message) -> str | None:
+    """The receiver's reply quoted in a text bounce (Exim: "SMTP error from remote mail server after
+    RCPT TO:<...>: 550 5.7.1 ..."): the first line with a 5xx reply code."""
+    for part in message.walk():
+        if part.get_content_type() != "text/plain":
+            continue
+        body = part.get_payload(decode=True)
+        if not isinstance(body, bytes):
+            continue
+        for line in body[:MAX_DIAGNOSTIC_TEXT].decode("utf-8", "replace").splitlines():
+            match = TEXT_REPLY.search(line)
+            if match is not None:
+                return match.group(0).strip()[:998]
+        return None
+    return None
 
 
 def _status_blocks(part: Message) -> list[Message]:

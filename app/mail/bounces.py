@@ -15,22 +15,26 @@ What the relay is to send (SendFox's documents have no such route; docs/email-ap
 
   `type` is `bounce`, `complaint` or `unsubscribe`; `email` (required) is the recipient's address;
   `message_id` (optional) the Message-ID header of the email the report is about, with or without
-  its angle brackets; `bounce_type` (optional, bounces only) `hard` (default) or `soft`. Other keys
-  are ignored. An invalid body is 422 `{"message", "errors"}`, errors keyed by field (`0.type` in an
+  its angle brackets; `bounce_type` (optional, bounces only) `hard` (default), `blocked` or `soft`;
+  `diagnostic` (optional) the receiver's reply or status (`smtp; 550 5.7.26 ...`), which decides the
+  class when given (bounce_classes.py: a policy refusal is `blocked` even if reported as hard). Other
+  keys are ignored. An invalid body is 422 `{"message", "errors"}`, errors keyed by field (`0.type` in an
   array); a body over the limit is 413.
 - Which email a report is about: the deliverable with that message_id when its recipient is that
   email; otherwise the most recently sent deliverable to that address (in any account). A report that
   finds none is ignored: unknown addresses, never-emailed contacts, foreign message ids.
 - A hard bounce sets the deliverable's bounced_at (and its state `sent` becomes `bounced`) and the
   contact's bounced_at, puts the address on the account's suppression list (suppression_service.py)
-  and cancels the contact's queued emails. A soft bounce is counted as processed and changes nothing:
-  the relay retries, and a later hard bounce settles it.
+  and cancels the contact's queued emails. A blocked bounce (the receiver refused the sender) is
+  recorded per receiving domain (blocked.py) and suppresses nothing. A soft bounce is counted as
+  processed and changes nothing: the relay retries, and a later hard bounce settles it.
 - A complaint sets the deliverable's spam_at (the campaign's stats count it as `spam_count`),
   unsubscribes the contact and puts the address on the suppression list; unsubscribe unsubscribes.
 - Then every campaign that got a hard bounce or a complaint is checked against the stop rule
   (`BounceRule`: TIDINGS_BOUNCE_STOP_RATE of at least TIDINGS_BOUNCE_STOP_MIN_SENT attempted emails
   bounced, or TIDINGS_COMPLAINT_STOP_RATE of at least TIDINGS_COMPLAINT_STOP_MIN_SENT delivered emails
-  complained) and halted past it.
+  complained, or TIDINGS_BLOCKED_STOP_RATE of its attempted emails to one receiving domain blocked,
+  at least TIDINGS_BLOCKED_STOP_MIN of them) and halted past it.
   The deliverable's unsubscribed_at is set when the report is what unsubscribed the contact.
 - Every stamp is set once: a repeated report changes nothing (and still counts as processed).
 - Answer: 200 `{"processed": n, "ignored": m}`, n + m being the number of reports.
@@ -51,6 +55,8 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.kit.errors import DomainError, ValidationFailed
+from app.mail.blocked import Refusal, record_blocked
+from app.mail.bounce_classes import BounceClass, classify
 from app.mail.contact_service import cancel_queued, unsubscribe_contacts
 from app.mail.events.emit import ContactEvent, emit_per_account
 from app.mail.events.types import EventType
@@ -87,7 +93,13 @@ class Report(BaseModel):
     type: Literal["bounce", "complaint", "unsubscribe"]
     email: Text
     message_id: Text | None = None
-    bounce_type: Literal["hard", "soft"] = "hard"
+    bounce_type: BounceClass = "hard"
+    # The receiver's words or status (`5.7.26`, `smtp; 550 5.1.1 user unknown`): when given, they decide
+    # the bounce's class (bounce_classes.py), bounce_type being what to fall back on.
+    diagnostic: Text | None = None
+
+    def bounce_class(self) -> BounceClass:
+        return classify(self.diagnostic, self.bounce_type) if self.diagnostic else self.bounce_type
 
 
 _REPORTS = TypeAdapter(list[Report])
@@ -138,7 +150,9 @@ def apply_reports(session: Session, reports: Sequence[Report], now: datetime, ru
     """Apply the reports in a fixed number of statements, whatever their number."""
     targets = _find_targets(session, reports)
     found = [(r, t) for r, t in zip(reports, targets, strict=True) if t is not None]
-    hard = [t for r, t in found if r.type == "bounce" and r.bounce_type == "hard"]
+    bounces = [(r, t) for r, t in found if r.type == "bounce"]
+    hard = [t for r, t in bounces if r.bounce_class() == "hard"]
+    blocked = [Refusal(t.deliverable_id, r.diagnostic) for r, t in bounces if r.bounce_class() == "blocked"]
     complaints = [t for r, t in found if r.type == "complaint"]
     leaving = [t for r, t in found if r.type in ("complaint", "unsubscribe")]
     if hard:
@@ -155,8 +169,10 @@ def apply_reports(session: Session, reports: Sequence[Report], now: datetime, ru
             if target.contact_id in changed:
                 first_by_contact.setdefault(target.contact_id, target.deliverable_id)
         _stamp_once(session, Deliverable.unsubscribed_at, list(first_by_contact.values()), now)
-    if hard or complaints:
-        stop_bouncing_campaigns(session, {t.campaign_id for t in [*hard, *complaints]}, now, rule)
+    refused_campaigns = record_blocked(session, blocked, now) if blocked else set()
+    if hard or complaints or refused_campaigns:
+        stopping = {t.campaign_id for t in [*hard, *complaints]} | refused_campaigns
+        stop_bouncing_campaigns(session, stopping, now, rule)
     return Applied(processed=len(found), ignored=len(reports) - len(found))
 
 

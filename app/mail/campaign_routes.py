@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -9,12 +10,14 @@ from fastapi import APIRouter, Request
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
-from app.mail import campaign_service
+from app.mail import campaign_check, campaign_service
+from app.mail.campaign_check import SigningPolicy
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
-from app.mail.schemas import CampaignOut, CampaignStatsOut, ErrorOut, MessageOut, Page
+from app.mail.schemas import CampaignCheckOut, CampaignOut, CampaignStatsOut, ErrorOut, MessageOut, Page
 from app.mail.specs import CampaignCreate, CampaignUpdate
 from app.mail.stats import campaign_stats
+from app.state import SettingsDep
 
 router = APIRouter(tags=["Campaigns"])
 
@@ -92,9 +95,32 @@ def delete_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> 
         409: {"model": ErrorOut},
     },
 )
-def send_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def send_campaign(
+    id: RowId, session: SessionDep, principal: PaidMailUser, settings: SettingsDep
+) -> dict[str, Any]:
     campaign = campaign_service.editable_campaign(session, principal, id)
+    policy = SigningPolicy.from_settings(settings)
+    campaign_check.refuse_serious_findings(session, principal.account.id, campaign, policy)
     return campaign_service.send_campaign(session, principal, campaign)
+
+
+@router.get(
+    "/campaigns/{id}/check",
+    response_model=CampaignCheckOut,
+    summary="Check a campaign before sending: DKIM, links, size, text part, merge tags, alt text",
+    responses={404: {"model": ErrorOut}},
+)
+def check_campaign(
+    id: RowId, session: SessionDep, principal: PaidMailUser, settings: SettingsDep
+) -> dict[str, Any]:
+    campaign = campaign_service.any_campaign(session, id, principal.account.id)
+    findings = campaign_check.check_campaign(
+        session, principal.account.id, campaign, SigningPolicy.from_settings(settings)
+    )
+    return {
+        "findings": [asdict(finding) for finding in findings],
+        "sendable": all(finding.severity != "error" for finding in findings),
+    }
 
 
 @router.get(

@@ -63,6 +63,7 @@ def campaign_views(session: Session, campaigns: list[Campaign]) -> list[dict[str
             "created_at": c.created_at,
             "updated_at": c.updated_at,
             "sent_count": totals[c.id].sent,
+            "send_warning": c.send_warning,
             **totals[c.id].wire(c),
         }
         for c in campaigns

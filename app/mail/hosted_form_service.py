@@ -273,7 +273,7 @@ async def send_confirmation(
     # One connection per sign-up: forms send a few emails a minute, not worth a pool kept across requests.
     transport = None
     try:
-        transport = make_transport(settings.smtp_url, settings.outbox_path, 1)
+        transport = make_transport(settings.smtp_url, settings.outbox_path, 1, settings.ehlo_name)
         async with asyncio.timeout(SEND_TIMEOUT_SECONDS):
             message = email.message if dkim is None else dkim.sign(email.message, email.envelope_from)
             await transport.send(email.envelope_from, email.envelope_to, message)

@@ -93,6 +93,26 @@ class CampaignOut(Out):
     sent_count: Annotated[int, Field(description="Beyond SendFox: emails sent so far (as in its stats).")]
     failed_count: FailedCount
     cancelled_count: CancelledCount
+    send_warning: Annotated[
+        str | None,
+        Field(
+            description="Beyond SendFox: why this campaign's email may not reach the inbox, as the send "
+            "worker found it (its From domain has no DKIM key: sent unsigned, or refused in production)."
+        ),
+    ] = None
+
+
+class CampaignCheckFindingOut(BaseModel):
+    code: str
+    severity: Annotated[
+        str, Field(description="`error` blocks POST /campaigns/{id}/send; `warning` does not.")
+    ]
+    message: str
+
+
+class CampaignCheckOut(BaseModel):
+    findings: list[CampaignCheckFindingOut]
+    sendable: Annotated[bool, Field(description="No finding is an `error`.")]
 
 
 class CampaignStatsOut(BaseModel):

@@ -11,6 +11,7 @@ from app.models.forms import Form, FormList
 from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, User, UserSession
 from app.models.lists import ContactList
 from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
+from app.models.rejections import BlockedRejection
 from app.models.states import (
     TERMINAL_RUN_STATES,
     ActionKind,
@@ -49,6 +50,7 @@ __all__ = [
     "AutomationItem",
     "AutomationTrigger",
     "Base",
+    "BlockedRejection",
     "Campaign",
     "CampaignList",
     "CampaignState",

@@ -43,6 +43,9 @@ class Campaign(Timestamped, Base):
     # Set when sending stopped by itself (bounce rate); its queued emails are cancelled.
     halted_at: Mapped[datetime | None] = mapped_column(default=None)
     halt_reason: Mapped[str | None] = mapped_column(String(255), default=None)
+    # Why its email may not reach the inbox, as the send worker found it (its From domain had no DKIM
+    # key: sent unsigned, or refused in production); shown in the campaign's view.
+    send_warning: Mapped[str | None] = mapped_column(String(255), default=None)
     # Set for a campaign a watch's `email` action made: the key of the runs it carries (unique), so a
     # retry of those runs finds it instead of making another (app/mail/newsletter_service.py).
     source_key: Mapped[str | None] = mapped_column(String(64), default=None)

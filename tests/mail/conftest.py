@@ -33,6 +33,7 @@ class Email:
     address: str
     mail_from: str
     message_id: str
+    list_unsubscribe: str
 
 
 @dataclass
@@ -89,9 +90,9 @@ def unique(name: str) -> str:
     return f"{name}{secrets.token_hex(3)}x"
 
 
-def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple[str, str, str]]:
+def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple[str, str, str, str]]:
     """Runs the real `tidings worker --once` into a loopback SMTP server: (MAIL FROM, RCPT TO,
-    Message-ID) of each email received."""
+    Message-ID, List-Unsubscribe) of each email received."""
     with running_sink() as sink:
         done = subprocess.run(
             [tidings_script(), "worker", "--once"],
@@ -102,14 +103,22 @@ def send_with_worker(database_url: str, var_dir: Path, **env: str) -> list[tuple
         assert done.returncode == 0, done.stderr.decode()[-3000:]
         assert b"Traceback" not in done.stderr, done.stderr.decode()[-3000:]
         with sink.lock:
-            return [(r.sender, r.recipients[0], str(r.message["Message-ID"])) for r in sink.received]
+            return [
+                (
+                    r.sender,
+                    r.recipients[0],
+                    str(r.message["Message-ID"]),
+                    " ".join(str(r.message["List-Unsubscribe"]).split()),
+                )
+                for r in sink.received
+            ]
 
 
 @pytest.fixture(scope="module")
 def sent(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sent]:
-    """One campaign to 16 contacts, sent with TIDINGS_BOUNCE_DOMAIN by a real worker process."""
+    """One campaign to 20 contacts, sent with TIDINGS_BOUNCE_DOMAIN by a real worker process."""
     prefix = unique("verp")
-    account_id, campaign_id = committed_campaign(engine, prefix, 16)
+    account_id, campaign_id = committed_campaign(engine, prefix, 20)
     var_dir = tmp_path_factory.mktemp("verp") / "var"
     try:
         received = send_with_worker(database_url, var_dir, TIDINGS_BOUNCE_DOMAIN=BOUNCE_DOMAIN)
@@ -123,13 +132,13 @@ def sent(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathFac
                 )
             }
         emails = []
-        for mail_from, rcpt, message_id in sorted(received, key=lambda r: r[1]):
+        for mail_from, rcpt, message_id, list_unsubscribe in sorted(received, key=lambda r: r[1]):
             if not rcpt.startswith(prefix):
                 continue
             row = rows[rcpt]
             assert row.message_id == message_id
-            emails.append(Email(row.id, row.contact_id, rcpt, mail_from, message_id))
-        assert len(emails) == 16
+            emails.append(Email(row.id, row.contact_id, rcpt, mail_from, message_id, list_unsubscribe))
+        assert len(emails) == 20
         yield Sent(database_url, var_dir, emails)
     finally:
         drop_account(engine, account_id)

@@ -145,7 +145,7 @@ Content-Type: text/rfc822-headers
 """)
 
 
-def exim(verp: str, rcpt: str, message_id: str) -> bytes:
+def exim(verp: str, rcpt: str, message_id: str, *, reply: str = "550 No such mailbox here, sorry") -> bytes:
     """Exim's classic bounce: plain text, X-Failed-Recipients, the message copied after a separator
     (no delivery-status part: read by flufl.bounce's Exim detector)."""
     headers = HEADERS.format(verp=verp, rcpt=rcpt, message_id=message_id)
@@ -172,7 +172,7 @@ recipients. This is a permanent error. The following address(es) failed:
   {rcpt}
     host mx.example.com [192.0.2.25]
     SMTP error from remote mail server after RCPT TO:<{rcpt}>:
-    550 No such mailbox here, sorry
+    {reply}
 
 ------ This is a copy of the message, including all the headers. ------
 
@@ -181,7 +181,27 @@ Hi Ada
 """)
 
 
-def gmail(verp: str, rcpt: str, message_id: str) -> bytes:
+GMAIL_NO_SUCH_USER = """smtp; 550-5.1.1 The email account that you tried to reach does not exist. Please try
+ 550-5.1.1 double-checking the recipient's email address for typos or
+ 550 5.1.1  https://support.google.com/mail/?p=NoSuchUser"""
+GMAIL_UNAUTHENTICATED = """smtp; 550-5.7.26 This mail has been blocked because the sender is unauthenticated.
+ 550-5.7.26 Gmail requires all senders to authenticate with either SPF or DKIM.
+ 550 5.7.26  https://support.google.com/mail/answer/81126#authentication"""
+GMAIL_RATE_LIMITED = """smtp; 421-4.7.28 Gmail has detected an unusual rate of unsolicited mail originating
+ 421-4.7.28 from your DKIM domain. To protect our users from spam, mail sent from your
+ 421 4.7.28 domain has been temporarily rate limited.
+ 421 4.7.28  https://support.google.com/mail/?p=UnsolicitedRateLimitError"""
+
+
+def gmail(
+    verp: str,
+    rcpt: str,
+    message_id: str,
+    *,
+    action: str = "failed",
+    status: str = "5.1.1",
+    diagnostic: str = GMAIL_NO_SUCH_USER,
+) -> bytes:
     """Google's non-delivery report: html and text first, then the delivery status and the whole
     original message (message/rfc822)."""
     headers = HEADERS.format(verp=verp, rcpt=rcpt, message_id=message_id)
@@ -240,11 +260,9 @@ Arrival-Date: Wed, 25 Nov 2026 06:00:03 -0800 (PST)
 X-Original-Message-ID: {message_id}
 
 Final-Recipient: rfc822; {rcpt}
-Action: failed
-Status: 5.1.1
-Diagnostic-Code: smtp; 550-5.1.1 The email account that you tried to reach does not exist. Please try
- 550-5.1.1 double-checking the recipient's email address for typos or
- 550 5.1.1  https://support.google.com/mail/?p=NoSuchUser
+Action: {action}
+Status: {status}
+Diagnostic-Code: {diagnostic}
 Last-Attempt-Date: Wed, 25 Nov 2026 06:00:04 -0800 (PST)
 
 --00000000000011aa22bb33cc44dd
@@ -258,7 +276,21 @@ Hi Ada
 """)
 
 
-def exchange(verp: str, rcpt: str, message_id: str, *, to: str | None = None) -> bytes:
+EXCHANGE_NOT_FOUND = """smtp;550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient {rcpt} not found by SMTP
+ address lookup"""
+MICROSOFT_BLOCK_LIST = """smtp;550 5.7.1 Unfortunately, messages from [198.51.100.7] weren't sent. Please
+ contact your Internet service provider since part of their network is on our block list (S3150)."""
+
+
+def exchange(
+    verp: str,
+    rcpt: str,
+    message_id: str,
+    *,
+    to: str | None = None,
+    status: str = "5.1.10",
+    diagnostic: str = EXCHANGE_NOT_FOUND,
+) -> bytes:
     """Microsoft 365 / Exchange's NDR ("Undeliverable:"): a 5.1.10 status with Exchange's own wording,
     the delivery status base64-encoded, the original's headers as message/rfc822-headers."""
     import base64
@@ -270,9 +302,8 @@ Arrival-Date: Wed, 25 Nov 2026 14:00:00 +0000
 Original-Recipient: rfc822;{rcpt}
 Final-Recipient: rfc822;{rcpt}
 Action: failed
-Status: 5.1.10
-Diagnostic-Code: smtp;550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient {rcpt} not found by SMTP
- address lookup
+Status: {status}
+Diagnostic-Code: {diagnostic.format(rcpt=rcpt)}
 X-Display-Name: {rcpt}
 """
     encoded = base64.encodebytes(status.replace("\n", "\r\n").encode()).decode()
@@ -364,4 +395,43 @@ Subject: Re: Hello
 Message-ID: <reply-1@example.com>
 
 Thanks for the newsletter!
+""")
+
+
+# The classes of bounce_classes.py, each in a layout above: a refusal of the sender (blocked), a
+# temporary refusal (soft).
+def gmail_unauthenticated(verp: str, rcpt: str, message_id: str) -> bytes:
+    return gmail(verp, rcpt, message_id, status="5.7.26", diagnostic=GMAIL_UNAUTHENTICATED)
+
+
+def gmail_rate_limited(verp: str, rcpt: str, message_id: str) -> bytes:
+    return gmail(verp, rcpt, message_id, action="delayed", status="4.7.28", diagnostic=GMAIL_RATE_LIMITED)
+
+
+def microsoft_block_list(verp: str, rcpt: str, message_id: str) -> bytes:
+    return exchange(verp, rcpt, message_id, status="5.7.1", diagnostic=MICROSOFT_BLOCK_LIST)
+
+
+def exim_content_rejected(verp: str, rcpt: str, message_id: str) -> bytes:
+    return exim(verp, rcpt, message_id, reply="550 5.7.1 Message rejected due to content restrictions")
+
+
+def unsubscribe_request(list_unsubscribe: str, *, auto_reply: bool = False) -> bytes:
+    """What a mail client sends for the mailto entry of an email's List-Unsubscribe (RFC 2369): a short
+    message to the address, with the subject the URL asks for; or a vacation notice sent to it."""
+    mailto = list_unsubscribe.split("<mailto:")[1].split(">")[0]
+    address, _, query = mailto.partition("?")
+    subject = query.removeprefix("subject=") or "unsubscribe"
+    auto = "Auto-Submitted: auto-replied\n" if auto_reply else ""
+    return _crlf(f"""Return-Path: <ann@example.net>
+Delivered-To: {address}
+From: Ann <ann@example.net>
+To: {address}
+Subject: {"Out of office" if auto_reply else subject}
+Date: Wed, 25 Nov 2026 15:00:00 +0000
+Message-ID: <unsubscribe-request.1@mail.example.net>
+{auto}MIME-Version: 1.0
+Content-Type: text/plain; charset=us-ascii
+
+{"I am away until Monday." if auto_reply else "unsubscribe"}
 """)

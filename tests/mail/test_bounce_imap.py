@@ -1,6 +1,7 @@
 """The worker's bounce mailbox poll against a real IMAP server (a throwaway Dovecot, tests/mail/dovecot.py):
 a real `tidings worker` with TIDINGS_BOUNCE_IMAP_URL reads the unseen DSNs, marks their deliverables
-bounced, deletes the bounces and leaves any other message seen for a person to read."""
+bounced, applies mail to a List-Unsubscribe mailto address, deletes both and leaves any other message
+seen for a person to read."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sqlalchemy import Engine
 from tests.mail import dsn_samples
 from tests.mail.conftest import BOUNCE_DOMAIN, Sent, state_of
 from tests.mail.dovecot import Dovecot, running_dovecot
+from tests.mail.test_bounce_mailbox import unsubscribed
 from tests.processes import shipped_worker
 from tests.shipped import wait_until
 
@@ -24,8 +26,11 @@ def dovecot() -> Iterator[Dovecot]:
 
 
 def test_the_worker_reads_dsns_from_the_imap_mailbox(sent: Sent, engine: Engine, dovecot: Dovecot) -> None:
-    hard, soft, human = sent.take(), sent.take(), sent.take()
+    hard, soft, human, leaving = sent.take(), sent.take(), sent.take(), sent.take()
     dovecot.deliver(dsn_samples.gmail(hard.mail_from, hard.address, hard.message_id))
+    # A person using the List-Unsubscribe mailto address of their email (the bounce domain's mail lands
+    # in the same mailbox).
+    dovecot.deliver(dsn_samples.unsubscribe_request(leaving.list_unsubscribe))
     dovecot.deliver(dsn_samples.postfix_delay(soft.mail_from, soft.address, soft.message_id))
     dovecot.deliver(dsn_samples.human_reply(human.mail_from))
     with shipped_worker(
@@ -37,11 +42,13 @@ def test_the_worker_reads_dsns_from_the_imap_mailbox(sent: Sent, engine: Engine,
         TIDINGS_BOUNCE_IMAP_INTERVAL="0.5",
     ) as worker:
         wait_until(lambda: state_of(engine, hard) == ("bounced", True, True), "the hard bounce", worker)
-        # The two bounces are expunged; the reply stays, seen.
+        wait_until(lambda: unsubscribed(engine, leaving), "the unsubscribe request", worker)
+        # The two bounces and the request are expunged; the reply stays, seen.
         wait_until(lambda: len(dovecot.flags()) == 1, "the bounces deleted from the mailbox", worker)
         assert "\\Seen" in dovecot.flags()[0]
         assert state_of(engine, soft) == ("sent", False, False)
         assert state_of(engine, human) == ("sent", False, False)
+        assert not unsubscribed(engine, human) and not unsubscribed(engine, hard)
         # A bounce arriving later is read by a later poll.
         late = sent.take()
         dovecot.deliver(dsn_samples.exchange(late.mail_from, late.address, late.message_id))
@@ -51,6 +58,7 @@ def test_the_worker_reads_dsns_from_the_imap_mailbox(sent: Sent, engine: Engine,
     assert f"hard bounce (5.1.1) of deliverable {hard.deliverable_id}" in log
     assert f"soft bounce (4.4.1) of deliverable {soft.deliverable_id}" in log
     assert "ignored: not a bounce" in log
+    assert f"unsubscribe request for deliverable {leaving.deliverable_id}" in log
     assert "bounce-mailbox-pass" not in log  # the password never reaches the log
 
 

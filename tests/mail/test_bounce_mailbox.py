@@ -18,12 +18,13 @@ from app.config import Settings
 from app.mail.bounce_imap import ImapMailbox
 from app.mail.bounce_mailbox import parse_message, read_dsn
 from app.mail.sending.tokens import MailTokens
-from app.models import Contact, Deliverable, Suppression
+from app.models import BlockedRejection, Contact, Deliverable, Suppression
 from tests.mail import dsn_samples
 from tests.mail.conftest import (
     BASE,
     BOUNCE_DOMAIN,
     FROM_EMAIL,
+    Email,
     Sample,
     Sent,
     committed_campaign,
@@ -83,7 +84,14 @@ def test_without_a_bounce_domain_the_envelope_sender_is_the_campaigns(
         received = send_with_worker(database_url, tmp_path / "var")
     finally:
         drop_account(engine, account_id)
-    assert [mail_from for mail_from, rcpt, _ in received if rcpt.startswith(prefix)] == [FROM_EMAIL] * 3
+    mine = [
+        (mail_from, unsubscribe) for mail_from, rcpt, _, unsubscribe in received if rcpt.startswith(prefix)
+    ]
+    assert [mail_from for mail_from, _ in mine] == [FROM_EMAIL] * 3
+    # No mailbox reads a mailto address then, so none is offered: the https link alone.
+    assert all(
+        "mailto:" not in unsubscribe and unsubscribe.startswith("<https://") for _, unsubscribe in mine
+    )
 
 
 @pytest.mark.parametrize(
@@ -118,6 +126,67 @@ def test_a_delay_is_a_soft_bounce_that_marks_nothing(sent: Sent, engine: Engine)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"soft bounce (4.4.1) of deliverable {email.deliverable_id}"
     assert state_of(engine, email) == ("sent", False, False)
+
+
+@pytest.mark.parametrize(
+    ("sample", "status"),
+    [(dsn_samples.gmail_unauthenticated, "5.7.26"), (dsn_samples.microsoft_block_list, "5.7.1")],
+    ids=["gmail-5.7.26", "microsoft-5.7.1"],
+)
+def test_a_refusal_of_the_sender_is_blocked_recorded_and_suppresses_nothing(
+    sent: Sent, engine: Engine, sample: Sample, status: str
+) -> None:
+    email = sent.take()
+    done = ingest(sent, sample(email.mail_from, email.address, email.message_id))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"blocked bounce ({status}) of deliverable {email.deliverable_id}"
+    assert state_of(engine, email) == ("sent", False, False)
+    with Session(engine) as session:
+        assert session.scalar(select(Suppression).where(Suppression.email_key == email.address)) is None
+        recorded = session.execute(
+            select(BlockedRejection.receiving_domain, BlockedRejection.status).where(
+                BlockedRejection.deliverable_id == email.deliverable_id
+            )
+        ).one()
+    assert tuple(recorded) == (email.address.rpartition("@")[2], status)
+
+
+def unsubscribed(engine: Engine, email: Email) -> bool:
+    with Session(engine) as session:
+        return (
+            session.scalar(select(Contact.unsubscribed_at).where(Contact.id == email.contact_id)) is not None
+        )
+
+
+def test_mail_to_the_signed_list_unsubscribe_address_unsubscribes_that_contact_only(
+    sent: Sent, engine: Engine
+) -> None:
+    email, neighbour = sent.take(), sent.take()
+    tokens = MailTokens(SECRET_KEY)
+    address = f"unsubscribe+{tokens.unsubscribe_address_token(email.deliverable_id)}@{BOUNCE_DOMAIN}"
+    assert f"<mailto:{address}>" in email.list_unsubscribe
+    assert email.list_unsubscribe.startswith(f"<{BASE}/u/")
+    # An automatic reply to the address is no request; a forged address (another contact's id with a
+    # made-up signature) is ignored.
+    auto = ingest(
+        sent, dsn_samples.unsubscribe_request(email.list_unsubscribe, auto_reply=True), "--recipient", address
+    )
+    assert auto.stdout.strip() == "ignored: not a bounce"
+    forged = email.list_unsubscribe.replace(f"+{email.deliverable_id}-", f"+{neighbour.deliverable_id}-")
+    assert ingest(sent, dsn_samples.unsubscribe_request(forged)).stdout.strip() == "ignored: not a bounce"
+    assert not unsubscribed(engine, email) and not unsubscribed(engine, neighbour)
+
+    done = ingest(sent, dsn_samples.unsubscribe_request(email.list_unsubscribe), "--recipient", address)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"unsubscribe request for deliverable {email.deliverable_id}"
+    assert unsubscribed(engine, email) and not unsubscribed(engine, neighbour)
+    assert state_of(engine, email) == ("sent", False, False)  # no bounce, and not suppressed
+    with Session(engine) as session:
+        assert session.scalar(select(Suppression).where(Suppression.email_key == email.address)) is None
+        assert (
+            session.scalar(select(Deliverable.unsubscribed_at).where(Deliverable.id == email.deliverable_id))
+            is not None
+        )
 
 
 def test_the_envelope_recipient_argument_names_the_email_when_the_headers_lost_it(

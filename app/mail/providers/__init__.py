@@ -22,12 +22,13 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.kit.errors import ValidationFailed
+from app.mail.bounce_classes import BounceClass
 from app.mail.bounces import MAX_BODY_BYTES, MAX_REPORTS, BodyTooLarge, Report, apply_reports
 from app.mail.input import laravel_errors
 from app.mail.sending.queue import BounceRule
 
 ReportType = Literal["bounce", "complaint", "unsubscribe"]
-Hardness = Literal["hard", "soft"]
+Hardness = BounceClass
 
 
 @dataclass(slots=True)
@@ -86,8 +87,12 @@ def make_report(
     email: Any,
     message_id: Any = None,
     bounce_type: Hardness = "hard",
+    diagnostic: Any = None,
 ) -> Report:
-    """A report, or 422 naming the event (`where`) whose address or message id is unusable."""
+    """A report, or 422 naming the event (`where`) whose address or message id is unusable.
+    `diagnostic` is the receiver's reply or status as the provider passes it on: with it, the one
+    classifier of bounce_classes.py decides between hard, blocked and soft (the provider's own type,
+    `bounce_type`, is what it falls back on)."""
     try:
         return Report.model_validate(
             {
@@ -95,11 +100,18 @@ def make_report(
                 "email": email,
                 "message_id": text_or_none(message_id),
                 "bounce_type": bounce_type,
+                "diagnostic": _diagnostic(diagnostic),
             }
         )
     except ValidationError as exc:
         errors = laravel_errors(exc.errors())
         raise ValidationFailed({f"{where}.{key}": messages for key, messages in errors.items()}) from exc
+
+
+def _diagnostic(value: Any) -> str | None:
+    """The provider's words, cut to what a report holds; what is not text is left out."""
+    text = text_or_none(value)
+    return text.replace("\x00", "")[:998] if text is not None else None
 
 
 def header_value(headers: Any, name: str) -> str | None:

@@ -6,7 +6,8 @@
 
 The signature is the hex HMAC-SHA256 of timestamp + token under the webhook signing key
 (TIDINGS_MAILGUN_WEBHOOK_SIGNING_KEY); without it, or wrong, 401 and nothing is read further.
-`failed` with severity `permanent` is a hard bounce, `temporary` a soft one; `complained` is a
+`failed` with severity `permanent` is a hard bounce (or a blocked one, when `delivery-status` carries a
+policy refusal such as 5.7.1: bounce_classes.py), `temporary` a soft one; `complained` is a
 complaint and `unsubscribed` an unsubscribe; other events (delivered, opened, ...) are skipped. The
 email is found by the message's Message-ID header, else by the recipient's latest email.
 """
@@ -56,7 +57,8 @@ def read(body: bytes, signing_key: str) -> Events:
     recipient = event.get("recipient")
     if kind == "failed":
         severity: Hardness = "soft" if event.get("severity") == "temporary" else "hard"
-        return Events([make_report("event-data", "bounce", recipient, message_id, severity)])
+        report = make_report("event-data", "bounce", recipient, message_id, severity, _diagnostic(event))
+        return Events([report])
     if kind == "complained":
         return Events([make_report("event-data", "complaint", recipient, message_id)])
     if kind == "unsubscribed":
@@ -64,3 +66,13 @@ def read(body: bytes, signing_key: str) -> Events:
     if not isinstance(kind, str):
         raise invalid("event-data.event", "The event-data.event field is required.")
     return Events(skipped=1)
+
+
+def _diagnostic(event: dict[str, Any]) -> str | None:
+    """The receiver's code and words from `delivery-status` (`enhanced-code`, `code`, `message`,
+    `description`)."""
+    status = event.get("delivery-status")
+    if not isinstance(status, dict):
+        return None
+    parts = [status.get(key) for key in ("code", "enhanced-code", "message", "description")]
+    return " ".join(str(part) for part in parts if isinstance(part, str | int) and str(part).strip()) or None

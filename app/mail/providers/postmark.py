@@ -11,11 +11,13 @@ an `X-Tidings-Token` header (one of Postmark's custom webhook headers); else 401
 
 `MessageID` is Postmark's own id, not the email's Message-ID header: the header is used when the
 record carries one (a `Headers` list of `{Name, Value}`), else the recipient's latest email is meant.
-Records: bounces of Type `HardBounce` or `BadEmailAddress` are hard; `SoftBounce`, `Transient`,
-`DnsError` and `Blocked` soft; `SpamComplaint` (a bounce type, and a record type of its own) is a
-complaint and `Unsubscribe` an unsubscribe; a `SubscriptionChange` that suppresses sending for
-`ManualSuppression` (the recipient unsubscribed through Postmark) is an unsubscribe. Deliveries,
-opens, clicks and the other bounce types (auto-responders, challenges, ...) are skipped.
+Records: bounces of Type `HardBounce` or `BadEmailAddress` are hard, `Blocked` blocked, `SoftBounce`,
+`Transient` and `DnsError` soft, unless the receiver's reply in `Details` says otherwise (a
+`HardBounce` with `550 5.7.26` is blocked: bounce_classes.py); `SpamComplaint` (a bounce type, and a
+record type of its own) is a complaint and `Unsubscribe` an unsubscribe; a `SubscriptionChange` that
+suppresses sending for `ManualSuppression` (the recipient unsubscribed through Postmark) is an
+unsubscribe. Deliveries, opens, clicks and the other bounce types (auto-responders, challenges, ...) are
+skipped.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from app.mail.providers import (
 
 TOKEN_HEADER = "X-Tidings-Token"
 HARD = {"HardBounce", "BadEmailAddress"}
-SOFT = {"SoftBounce", "Transient", "DnsError", "Blocked"}
+SOFT = {"SoftBounce", "Transient", "DnsError"}
 
 
 def authenticated(secret: str, authorization: str, token: str | None) -> bool:
@@ -80,9 +82,11 @@ def _report(record: dict[str, object]) -> Report | None:
         return make_report("body", "complaint", email, message_id)
     if type_ == "Unsubscribe":
         return make_report("body", "unsubscribe", email, message_id)
-    hardness: Hardness | None = "hard" if type_ in HARD else "soft" if type_ in SOFT else None
+    hardness: Hardness | None = (
+        "hard" if type_ in HARD else "soft" if type_ in SOFT else "blocked" if type_ == "Blocked" else None
+    )
     if hardness is None:
         if not isinstance(type_, str):
             raise invalid("Type", "The Type field is required.")
         return None
-    return make_report("body", "bounce", email, message_id, hardness)
+    return make_report("body", "bounce", email, message_id, hardness, record.get("Details"))

@@ -9,7 +9,8 @@ signature, DER) and `X-Twilio-Email-Event-Webhook-Timestamp`; the signed bytes a
 followed by the body as it came. The verification key (TIDINGS_SENDGRID_WEBHOOK_PUBLIC_KEY) is the
 base64 DER public key SendGrid shows, or the same in PEM. Unsigned or wrongly signed: 401.
 
-Events: `bounce` of type `bounce` is a hard bounce, of type `blocked` a soft one; `dropped` (SendGrid
+Events: `bounce` of type `bounce` is a hard bounce, of type `blocked` a blocked one, unless its `status`
+and `reason` (the receiver's code and words) say otherwise (bounce_classes.py); `dropped` (SendGrid
 did not send, the address being on its own lists) is a hard bounce for `Bounced Address` and
 `Invalid`, a complaint for `Spam Reporting Address`, an unsubscribe for `Unsubscribed Address`, else
 soft; `spamreport` is a complaint, `unsubscribe` and `group_unsubscribe` unsubscribes; `deferred` is
@@ -102,8 +103,9 @@ def _report(where: str, event: dict[str, object]) -> Report | None:
         raise invalid(f"{where}.event", f"The {where}.event field is required.")
     email, message_id = event.get("email"), event.get("smtp-id")
     if kind == "bounce":
-        hardness: Hardness = "soft" if event.get("type") == "blocked" else "hard"
-        return make_report(where, "bounce", email, message_id, hardness)
+        hardness: Hardness = "blocked" if event.get("type") == "blocked" else "hard"
+        diagnostic = " ".join(str(event.get(key) or "") for key in ("status", "reason")).strip()
+        return make_report(where, "bounce", email, message_id, hardness, diagnostic)
     if kind == "deferred":
         return make_report(where, "bounce", email, message_id, "soft")
     if kind == "dropped":

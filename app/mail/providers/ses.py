@@ -14,8 +14,10 @@ accepted (403 otherwise; `*` accepts any). The route is off (404) while that set
 - `SubscriptionConfirmation`: confirmed by fetching its SubscribeURL (the same host rule) through the
   SSRF-safe client.
 - `Notification`: `Message` is SES's notification (JSON): `notificationType` (or `eventType` for
-  configuration-set events) `Bounce` with `bounce.bounceType` Permanent (hard), Transient or
-  Undetermined (soft) and `bounce.bouncedRecipients[].emailAddress`; `Complaint` with
+  configuration-set events) `Bounce` with `bounce.bounceType` Permanent (hard; blocked for the
+  subtypes ContentRejected and AttachmentRejected, or when the recipient's `diagnosticCode` or
+  `status` says so: bounce_classes.py), Transient or Undetermined (soft) and
+  `bounce.bouncedRecipients[].emailAddress`; `Complaint` with
   `complaint.complainedRecipients[].emailAddress`; others (Delivery, Send, Open, ...) are skipped.
   The email's Message-ID header is `mail.commonHeaders.messageId` or the `Message-ID` of
   `mail.headers`; `mail.messageId` is SES's own id and is not used.
@@ -216,6 +218,10 @@ async def read(body: bytes, *, topics: str, url_prefix: str, client: SnsClient, 
     return notification_events(message.fields["Message"])
 
 
+# Permanent bounces SES files under the content, not the address: the receiver refused the sender.
+BLOCKED_SUBTYPES = ("ContentRejected", "AttachmentRejected")
+
+
 def notification_events(text: str) -> Events:
     """SES's notification (the SNS message's `Message`) as reports."""
     try:
@@ -229,10 +235,16 @@ def notification_events(text: str) -> Events:
     if kind == "Bounce":
         bounce = an_object(notification.get("bounce"), "Message.bounce")
         hardness: Hardness = "hard" if bounce.get("bounceType") == "Permanent" else "soft"
-        recipients = _addresses(bounce.get("bouncedRecipients"), "Message.bounce.bouncedRecipients")
-        return Events(
-            [make_report(where, "bounce", email, message_id, hardness) for where, email in recipients]
-        )
+        if hardness == "hard" and bounce.get("bounceSubType") in BLOCKED_SUBTYPES:
+            hardness = "blocked"
+        where_list = "Message.bounce.bouncedRecipients"
+        recipients = _addresses(bounce.get("bouncedRecipients"), where_list)
+        reports = []
+        for index, (where, email) in enumerate(recipients):
+            recipient = bounce["bouncedRecipients"][index]
+            diagnostic = recipient.get("diagnosticCode") or recipient.get("status")
+            reports.append(make_report(where, "bounce", email, message_id, hardness, diagnostic))
+        return Events(reports)
     if kind == "Complaint":
         complaint = an_object(notification.get("complaint"), "Message.complaint")
         recipients = _addresses(

@@ -67,6 +67,7 @@ SIGNED_HEADERS = (
     b"list-unsubscribe",
     b"list-unsubscribe-post",
     b"auto-submitted",
+    b"feedback-id",
 )
 # Headers named once more than they occur: none of them may be added after signing.
 OVERSIGNED_HEADERS = (

@@ -39,6 +39,7 @@ from sqlalchemy.sql.dml import Update
 from app.db import among, skip_locked, upsert
 from app.identity.accounts import daily_cap
 from app.kit.time import account_zone, local_day, start_of_next_day
+from app.mail.blocked import Refusal, attempted_at, blocked_by_domain, record_blocked
 from app.mail.suppression_service import not_suppressed, suppress_contacts
 from app.models import (
     Account,
@@ -97,6 +98,8 @@ class SendResult(StrEnum):
     RETRY = "retry"
     FAILED = "failed"
     BOUNCED = "bounced"
+    # Refused as a sender problem (bounce_classes.py): failed, recorded per receiving domain, no bounce.
+    BLOCKED = "blocked"
 
 
 @dataclass(frozen=True, slots=True)
@@ -472,12 +475,12 @@ def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime
             }
         ),
     )
-    failed = [o for o in outcomes if o.result in (SendResult.FAILED, SendResult.BOUNCED)]
+    failed = [o for o in outcomes if o.result in (SendResult.FAILED, SendResult.BOUNCED, SendResult.BLOCKED)]
     _update_each(
         session,
         failed,
         lambda o: {
-            "state": DeliverableState(o.result),
+            "state": DeliverableState.BOUNCED if o.result == SendResult.BOUNCED else DeliverableState.FAILED,
             "lease_until": None,
             "error": o.error,
             "bounced_at": now if o.result == SendResult.BOUNCED else None,
@@ -495,6 +498,16 @@ def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime
         stop_bouncing_campaigns(
             session, {o.campaign_id for o in outcomes if o.result == SendResult.BOUNCED}, now, rule
         )
+    if failed:
+        _record_blocked_outcomes(session, failed, now, rule)
+
+
+def _record_blocked_outcomes(
+    session: Session, failed: Sequence[Outcome], now: datetime, rule: BounceRule
+) -> None:
+    refused = [Refusal(o.deliverable_id, o.error) for o in failed if o.result == SendResult.BLOCKED]
+    if refused:
+        stop_bouncing_campaigns(session, record_blocked(session, refused, now), now, rule)
 
 
 def _still_held(lease_until: datetime | None) -> ColumnElement[bool]:
@@ -601,6 +614,10 @@ class BounceRule:
     min_sent: int = 50
     complaint_rate: float = 0.001
     complaint_min_sent: int = 1000
+    # ... or once more than `blocked_rate` of its attempted emails to one receiving domain were refused
+    # as `blocked` (the sender's problem, app/mail/blocked.py), at least `blocked_min` of them.
+    blocked_rate: float = 0.1
+    blocked_min: int = 10
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BounceRule:
@@ -609,6 +626,8 @@ class BounceRule:
             settings.bounce_stop_min_sent,
             settings.complaint_stop_rate,
             settings.complaint_stop_min_sent,
+            settings.blocked_stop_rate,
+            settings.blocked_stop_min,
         )
 
 
@@ -624,12 +643,13 @@ def _percent(rate: float) -> str:
 def stop_bouncing_campaigns(
     session: Session, campaign_ids: Iterable[int], now: datetime, rule: BounceRule
 ) -> list[int]:
-    """Halt each running campaign whose bounce rate or complaint rate passed its threshold: cancel what
-    is still queued."""
+    """Halt each running campaign whose bounce rate, complaint rate or blocked rate at one receiving
+    domain passed its threshold: cancel what is still queued."""
     ids = sorted(set(campaign_ids))
     if not ids:
         return []
     reasons: dict[int, str] = {}
+    running: list[int] = []
     bounced_unsent = and_(Deliverable.state == DeliverableState.BOUNCED, Deliverable.sent_at.is_(None))
     for campaign_id, attempted, bounced, delivered, complaints in session.execute(
         select(
@@ -648,6 +668,7 @@ def stop_bouncing_campaigns(
             > 0
         )
     ):
+        running.append(campaign_id)
         if _past(bounced, attempted, rule.rate, rule.min_sent):
             reasons[campaign_id] = f"stopped: more than {_percent(rule.rate)} of its emails bounced"
         elif _past(complaints, delivered, rule.complaint_rate, rule.complaint_min_sent):
@@ -655,6 +676,7 @@ def stop_bouncing_campaigns(
                 f"stopped: more than {_percent(rule.complaint_rate)} of its delivered emails were "
                 "reported as spam"
             )
+    reasons.update(_blocked_reasons(session, [c for c in running if c not in reasons], rule))
     for reason in set(reasons.values()):
         stopped = sorted(campaign_id for campaign_id, why in reasons.items() if why == reason)
         session.execute(
@@ -668,6 +690,24 @@ def stop_bouncing_campaigns(
             .values(state=DeliverableState.CANCELLED, error=reason, updated_at=now)
         )
     return sorted(reasons)
+
+
+def _blocked_reasons(session: Session, campaign_ids: list[int], rule: BounceRule) -> dict[int, str]:
+    """The campaigns that one receiving domain refused too often as `blocked`, with the reason to show."""
+    reasons: dict[int, str] = {}
+    for campaign_id, domains in blocked_by_domain(session, campaign_ids).items():
+        for count in domains:
+            if count.blocked < rule.blocked_min:
+                break  # the most refused domain first
+            attempted = attempted_at(session, campaign_id, count.domain)
+            if _past(count.blocked, attempted, rule.blocked_rate, rule.blocked_min):
+                status = f" ({count.status})" if count.status else ""
+                reasons[campaign_id] = (
+                    f"stopped: {count.domain} refused {count.blocked} of {attempted} emails as a sender "
+                    f"problem{status}; check DKIM, SPF, DMARC and the sending reputation"
+                )[:255]
+                break
+    return reasons
 
 
 def release_expired_leases(session: Session, now: datetime) -> int:

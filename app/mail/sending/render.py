@@ -50,6 +50,9 @@ BASE64_LINES = [slice(start, start + BASE64_LINE) for start in range(0, 400_000,
 WHITESPACE = re.compile(r"\s+")
 # The local part of a VERP envelope sender before its token.
 VERP_PREFIX = "bounces+"
+# The List-Unsubscribe mailto address, `unsubscribe+<signed deliverable id>@<bounce domain>`: mail to it
+# reaches the bounce mailbox, which unsubscribes that email's contact (bounce_mailbox.py).
+UNSUBSCRIBE_PREFIX = "unsubscribe+"
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +134,8 @@ class CompiledCampaign:
     text_template: Template
     # The URL of each link, or None when merge tags make it differ by recipient.
     fixed_link_urls: tuple[str | None, ...]
+    # Headers the same for every email of the campaign (List-Id, Feedback-ID): campaign_headers.
+    campaign_headers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +159,26 @@ class Rendered:
 STANDARD_FIELDS = {"first_name", "last_name", "email", UNSUBSCRIBE_TAG}
 
 
+def campaign_headers(
+    campaign_id: int, account_id: int, list_id: int | None, base_url: str
+) -> tuple[str, ...]:
+    """List-Id (RFC 2919: receivers such as rspamd score mail to a list without one) for the campaign's
+    first list, and Feedback-ID in the form Gmail's Postmaster Tools groups by
+    (`campaign:account:list:sender`), both under the host of the base URL."""
+    host = _host_of(base_url)
+    headers = [f"Feedback-ID: {campaign_id}:{account_id}:{list_id or 0}:tidings"]
+    if list_id is not None:
+        headers.insert(0, f"List-Id: <list-{list_id}.{host}>")
+    return tuple(headers)
+
+
 def compile_campaign(
-    campaign_id: int, subject: str, html_source: str, from_name: str, from_email: str
+    campaign_id: int,
+    subject: str,
+    html_source: str,
+    from_name: str,
+    from_email: str,
+    headers: tuple[str, ...] = (),
 ) -> CompiledCampaign:
     links: list[list[Piece]] = []
 
@@ -200,6 +223,7 @@ def compile_campaign(
         fixed_link_urls=tuple(
             None if any(isinstance(p, Tag) for p in link) else _join_url(link, {}) for link in links
         ),
+        campaign_headers=headers,
     )
 
 
@@ -229,6 +253,7 @@ def render(
     text_body = compiled.text_template.fill(values, link_urls, slots, None)
     subject = compiled.subject_template.fill(values, link_urls, slots, None)
     host = _host_of(base_url)
+    mailto = _unsubscribe_mailto(tokens, deliverable_id, bounce_domain)
     message_id = f"<{deliverable_id}.{compiled.campaign_id}.{secrets.token_hex(4)}@{host}>"
     to_email = _ascii_domain(recipient.email)
     name = " ".join(part for part in (recipient.first_name, recipient.last_name) if part)
@@ -238,9 +263,10 @@ def render(
         f"Subject: {_header_text(subject)}",
         f"Date: {_date_header()}",
         f"Message-ID: {message_id}",
-        f"List-Unsubscribe: <{unsubscribe_url}>, <mailto:unsubscribe@{host}?subject=unsubscribe%20"
-        f"{message_id.strip('<>')}>",
+        # Folded (RFC 5322 wants lines under 78 characters): each address on a line of its own.
+        f"List-Unsubscribe:{CRLF} <{unsubscribe_url}>{mailto}",
         "List-Unsubscribe-Post: List-Unsubscribe=One-Click",
+        *compiled.campaign_headers,
         "MIME-Version: 1.0",
     ]
     message = multipart_alternative(headers, text_body, html_body)
@@ -250,6 +276,15 @@ def render(
         else compiled.from_email
     )
     return Rendered(envelope_from, to_email, message, message_id)
+
+
+def _unsubscribe_mailto(tokens: MailTokens, deliverable_id: int, bounce_domain: str) -> str:
+    """The mailto entry of List-Unsubscribe, only with a bounce domain: an address that nothing reads
+    would be an unsubscribe promise broken, so without one only the https link is offered."""
+    if not bounce_domain:
+        return ""
+    token = tokens.unsubscribe_address_token(deliverable_id)
+    return f",{CRLF} <mailto:{UNSUBSCRIBE_PREFIX}{token}@{bounce_domain}>"
 
 
 def multipart_alternative(headers: list[str], text_body: str, html_body: str) -> bytes:
@@ -447,6 +482,10 @@ class _TextMaker(HTMLParser):
             self.out.append("- ")
         if tag == "a":
             self.hrefs.append(dict(attrs).get("href"))
+        elif tag == "img" and not self.skipping:
+            alt = (dict(attrs).get("alt") or "").strip()
+            if alt:  # what the image says, for readers of the text part (and spam filters)
+                self.out.append(f" {WHITESPACE.sub(' ', alt)} ")
 
     def handle_endtag(self, tag: str) -> None:
         if tag in self.SKIP:

@@ -31,6 +31,8 @@ SHA1_BLOCK = 64
 VERP_MAC_DIGITS = 12
 VERP_TOKEN = re.compile(rf"([1-9][0-9]{{0,9}})-([0-9a-f]{{{VERP_MAC_DIGITS}}})")
 MAX_ROW_ID = 2**31 - 1
+# Prefixed to the id before the MAC of the unsubscribe address (ids are digits: no VERP message starts so).
+UNSUBSCRIBE_PURPOSE = b"unsubscribe:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,19 +106,30 @@ class MailTokens:
 
     def read_verp(self, token: str) -> int | None:
         """The deliverable id of a VERP token we made (in any letter case), else None."""
+        return self._read_address_token(token, b"")
+
+    def unsubscribe_address_token(self, deliverable_id: int) -> str:
+        """What goes after `unsubscribe+` in the List-Unsubscribe mailto address of the deliverable's
+        email: signed apart from the VERP token, so one is never taken for the other."""
+        return f"{deliverable_id}-{self._verp_mac(deliverable_id, UNSUBSCRIBE_PURPOSE)}"
+
+    def read_unsubscribe_address(self, token: str) -> int | None:
+        return self._read_address_token(token, UNSUBSCRIBE_PURPOSE)
+
+    def _read_address_token(self, token: str, purpose: bytes) -> int | None:
         match = VERP_TOKEN.fullmatch(token.strip().lower())
         if match is None:
             return None
         deliverable_id = int(match.group(1))
         if deliverable_id > MAX_ROW_ID:
             return None
-        if not hmac.compare_digest(match.group(2), self._verp_mac(deliverable_id)):
+        if not hmac.compare_digest(match.group(2), self._verp_mac(deliverable_id, purpose)):
             return None
         return deliverable_id
 
-    def _verp_mac(self, deliverable_id: int) -> str:
+    def _verp_mac(self, deliverable_id: int, purpose: bytes = b"") -> str:
         inner = self._verp_inner.copy()
-        inner.update(b"%d" % deliverable_id)
+        inner.update(purpose + b"%d" % deliverable_id)
         outer = self._verp_outer.copy()
         outer.update(inner.digest())
         return outer.hexdigest()[:VERP_MAC_DIGITS]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from app.mail.bounce_classes import classify
 from app.mail.sending.smtp import (
     SMTP_TIMEOUT_SECONDS,
     SmtpConnection,
@@ -39,11 +40,13 @@ class TemporaryFailure(Exception):
 
 
 class PermanentFailure(Exception):
-    """Refused for good (5xx). `bounce` is set when the server refused the recipient's address."""
+    """Refused for good (5xx). `bounce` is set when the server refused the recipient's address (a hard
+    bounce), `blocked` when it refused the sender (policy, authentication, reputation: bounce_classes.py)."""
 
-    def __init__(self, message: str, *, bounce: bool) -> None:
+    def __init__(self, message: str, *, bounce: bool, blocked: bool = False) -> None:
         super().__init__(message)
         self.bounce = bounce
+        self.blocked = blocked
 
 
 class Transport(Protocol):
@@ -81,7 +84,9 @@ class MaildirTransport:
 class SmtpTransport:
     """A pool of at most `size` open SMTP connections, each sending one message at a time."""
 
-    def __init__(self, url: str, size: int, *, timeout: float = SMTP_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self, url: str, size: int, *, timeout: float = SMTP_TIMEOUT_SECONDS, local_name: str | None = None
+    ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
             raise ValueError("TIDINGS_SMTP_URL must look like smtp://user:pass@host:port or smtps://...")
@@ -98,7 +103,8 @@ class SmtpTransport:
         self._idle: list[SmtpConnection] = []
         self._slots = asyncio.Semaphore(self.size)
         self._tls_context: ssl.SSLContext | None = None
-        self._local_name: str | None = None
+        # What EHLO says (TIDINGS_SMTP_HELO_NAME or the base URL's host); None: the machine's name.
+        self._local_name: str | None = local_name
         # After a failed connect, sends fail fast until then instead of each trying (and waiting) again.
         self._down_until = 0.0
 
@@ -152,7 +158,7 @@ class SmtpTransport:
                     await connection.send(sender, recipient, message)
                 except SmtpReplyError as exc:
                     self._keep(connection)
-                    raise _failure(exc.code, exc.text, bounce=exc.stage == "rcpt") from exc
+                    raise _failure(exc.code, exc.text, about_recipient=exc.stage != "mail") from exc
                 except SmtpUnsupported as exc:
                     self._keep(connection)
                     raise PermanentFailure(f"smtp: {exc}", bounce=False) from exc
@@ -188,16 +194,24 @@ class SmtpTransport:
         await asyncio.gather(*(connection.quit() for connection in idle), return_exceptions=True)
 
 
-def _failure(code: int, text: str, *, bounce: bool) -> Exception:
+def _failure(code: int, text: str, *, about_recipient: bool) -> Exception:
+    """What a refusal means. A 5xx to RCPT or DATA (one recipient a transaction) is classified as a
+    bounce is (bounce_classes.py): a dead address bounces, a refused sender is blocked, a full mailbox
+    (5.2.2) is tried again; a refused MAIL FROM is about the sender alone and fails the email."""
     message = f"{code} {text}".strip()
     if 400 <= code < 500:
         return TemporaryFailure(message)
-    return PermanentFailure(message, bounce=bounce)
+    if not about_recipient:
+        return PermanentFailure(message, bounce=False)
+    kind = classify(message)
+    if kind == "soft":
+        return TemporaryFailure(message)
+    return PermanentFailure(message, bounce=kind == "hard", blocked=kind == "blocked")
 
 
-def make_transport(smtp_url: str, outbox: Path, size: int) -> Transport:
+def make_transport(smtp_url: str, outbox: Path, size: int, local_name: str | None = None) -> Transport:
     if smtp_url:
-        return SmtpTransport(smtp_url, size)
+        return SmtpTransport(smtp_url, size, local_name=local_name)
     return MaildirTransport(outbox)
 
 

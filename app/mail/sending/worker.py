@@ -7,17 +7,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from prometheus_client import Counter
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import transaction
 from app.kit.time import utcnow
+from app.mail.campaign_check import SigningPolicy, from_domain, note_send_warning, unsigned_sentence
 from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.progress import CampaignProgress
 from app.mail.sending.queue import (
@@ -35,11 +36,11 @@ from app.mail.sending.queue import (
     release_unsent,
 )
 from app.mail.sending.recorder import OutcomeRecorder
-from app.mail.sending.render import CompiledCampaign, Recipient, compile_campaign, render
+from app.mail.sending.render import CompiledCampaign, Recipient, campaign_headers, compile_campaign, render
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, Transport
 from app.mail.stats import SendingTotals, sending_totals
-from app.models import Campaign
+from app.models import Campaign, CampaignList
 
 log = logging.getLogger("tidings.sending")
 EMAILS = Counter(
@@ -60,6 +61,8 @@ class SendConfig:
     concurrency: int = 8
     # TIDINGS_BOUNCE_DOMAIN: VERP envelope senders at this domain; empty: the campaign's from address.
     bounce_domain: str = ""
+    # Email of a From domain without a DKIM key: sent with a warning, or refused (campaign_check.py).
+    signing: SigningPolicy = field(default_factory=SigningPolicy)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SendConfig:
@@ -74,6 +77,7 @@ class SendConfig:
             bounce_rule=BounceRule.from_settings(settings),
             concurrency=settings.send_concurrency,
             bounce_domain=settings.bounce_domain,
+            signing=SigningPolicy.from_settings(settings),
         )
 
     @property
@@ -111,6 +115,10 @@ class SendWorker:
         self.stopping = False
         # Sent groups are recorded on this connection, in autocommit (see record).
         self._recording: Connection | None = None
+        # (domain, campaign) pairs already warned about as unsigned, and the campaigns whose email is
+        # refused for want of a key (production): see _check_signing.
+        self._unsigned_noted: set[tuple[str, int]] = set()
+        self._refused_unsigned: dict[int, str] = {}
 
     # --- the steps, each one transaction ---
 
@@ -139,6 +147,7 @@ class SendWorker:
             self._load_campaigns(session, {c.campaign_id for c in claimed})
             if self.dkim is not None:
                 self.dkim.refresh(session)  # keys made or deleted since the last batch
+                self._check_signing(session, {c.campaign_id for c in claimed}, self.dkim)
             # Custom field values only for campaigns whose template names one (most name none).
             wanted = {c.contact_id for c in claimed if self._compiled[c.campaign_id][1].uses_custom_fields}
             if not wanted:
@@ -201,6 +210,24 @@ class SendWorker:
         with transaction(self.session_factory) as session:
             return release_unsent(session, unsent, self.clock())
 
+    def _check_signing(self, session: Session, campaign_ids: set[int], dkim: DkimSigner) -> None:
+        """Once a batch, per campaign in it (never per email): a From domain without a DKIM key is
+        logged once per domain and campaign and noted on the campaign for its view; under the refusing
+        policy its emails are failed instead of sent unsigned (_send)."""
+        for campaign_id in campaign_ids:
+            self._refused_unsigned.pop(campaign_id, None)
+            domain = from_domain(self._compiled[campaign_id][1].from_email)
+            if self.config.signing.relay_signs or dkim.keys_for(domain):
+                continue
+            refused = self.config.signing.refuse_unsigned
+            sentence = unsigned_sentence(domain, refused=refused)
+            if refused:
+                self._refused_unsigned[campaign_id] = sentence
+            if (domain, campaign_id) not in self._unsigned_noted:
+                self._unsigned_noted.add((domain, campaign_id))
+                log.warning("campaign %s: %s", campaign_id, sentence)
+                note_send_warning(session, campaign_id, sentence)
+
     def _load_campaigns(self, session: Session, campaign_ids: set[int]) -> None:
         stamps = dict(
             session.execute(
@@ -208,9 +235,13 @@ class SendWorker:
             ).all()
         )
         stale = [cid for cid, stamp in stamps.items() if self._compiled.get(cid, (None,))[0] != stamp]
+        first_lists = _first_lists(session, stale)
         for campaign in session.scalars(select(Campaign).where(Campaign.id.in_(stale))):
+            headers = campaign_headers(
+                campaign.id, campaign.account_id, first_lists.get(campaign.id), self.config.base_url
+            )
             compiled = compile_campaign(
-                campaign.id, campaign.subject, campaign.html, campaign.from_name, campaign.from_email
+                campaign.id, campaign.subject, campaign.html, campaign.from_name, campaign.from_email, headers
             )
             self._compiled[campaign.id] = (campaign.updated_at, compiled)
 
@@ -295,6 +326,8 @@ class SendWorker:
                 lease_until=item.lease_until,
             )
 
+        if self._refused_unsigned and item.campaign_id in self._refused_unsigned:
+            return outcome(SendResult.FAILED, error=self._refused_unsigned[item.campaign_id])
         try:
             compiled = self._compiled[item.campaign_id][1]
             recipient = Recipient(
@@ -314,7 +347,8 @@ class SendWorker:
         except TemporaryFailure as exc:
             return outcome(SendResult.RETRY, error=str(exc)[:1000])
         except PermanentFailure as exc:
-            return outcome(SendResult.BOUNCED if exc.bounce else SendResult.FAILED, error=str(exc)[:1000])
+            refused = SendResult.BLOCKED if exc.blocked else SendResult.FAILED
+            return outcome(SendResult.BOUNCED if exc.bounce else refused, error=str(exc)[:1000])
         return outcome(SendResult.SENT, message_id=rendered.message_id)
 
     async def drain(self) -> int:
@@ -324,3 +358,15 @@ class SendWorker:
         while sent := await self.run_once():
             total += sent
         return total
+
+
+def _first_lists(session: Session, campaign_ids: list[int]) -> dict[int, int]:
+    """Each campaign's lowest list id (its List-Id), once per compile, not per email."""
+    if not campaign_ids:
+        return {}
+    rows = session.execute(
+        select(CampaignList.campaign_id, func.min(CampaignList.list_id))
+        .where(CampaignList.campaign_id.in_(campaign_ids))
+        .group_by(CampaignList.campaign_id)
+    )
+    return {campaign_id: list_id for campaign_id, list_id in rows}

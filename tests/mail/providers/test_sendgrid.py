@@ -93,7 +93,7 @@ def test_events_map_onto_reports(signer: SendGridSigner) -> None:
     assert read.skipped == 2
     assert [(r.email[0], r.type, r.bounce_type, r.message_id) for r in read.reports] == [
         ("b", "bounce", "hard", "<2.1.a@h>"),
-        ("c", "bounce", "soft", None),
+        ("c", "bounce", "blocked", None),
         ("d", "bounce", "hard", None),
         ("e", "complaint", "hard", None),
         ("f", "unsubscribe", "hard", None),
