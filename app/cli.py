@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import hmac
 import logging
 import logging.config
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from typing import Annotated, TypeVar
@@ -18,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.config import Settings, masked_url, served_base_url
+from app.config import Settings, SettingsError, load_settings, masked_url, served_base_url
 from app.db import create_db_engine, make_session_factory, transaction
 from app.identity.accounts import create_user, find_user_by_email
 from app.identity.tokens import TOKEN_PREFIX, create_personal_token, hash_token
@@ -53,6 +55,15 @@ T = TypeVar("T")
 def fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(1)
+
+
+def cli_settings() -> Settings:
+    """The settings, every one checked before the command does anything: a bad one exits 1 with one
+    line naming it, what is wrong and what is allowed."""
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        raise fail(str(exc)) from exc
 
 
 def with_session(settings: Settings, work: Callable[[Session], T]) -> T:
@@ -90,6 +101,26 @@ def user_by_email(session: Session, email: str) -> User:
     return user
 
 
+def refuse_unusable_port(host: str, port: int, option: str) -> None:
+    """Exit 1 with one line, before anything starts, when host:port is no port or cannot be listened on
+    (another server has it, the address is not this machine's): a bind tried and let go at once."""
+    if not 1 <= port <= 65535:
+        raise fail(f"{option} {port} is not a port: give a number from 1 to 65535")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            # As uvicorn binds: a port left in TIME_WAIT by the last run is free, one listened on is not.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.EADDRINUSE:
+            reason += f": another server listens there; stop it or give another {option}"
+        raise fail(f"cannot listen on {host}:{port} ({option}): {reason}") from exc
+
+
 @cli.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
@@ -103,7 +134,10 @@ def serve(
     """Migrate the database to head, then serve the three APIs."""
     import uvicorn
 
-    settings = Settings()
+    settings = cli_settings()
+    refuse_unusable_port(host, port, "--port")
+    if workers < 1:
+        raise fail(f"--workers {workers}: give 1 or more HTTP worker processes")
     if demo and settings.env == "production":
         raise fail(
             f"--demo makes an account with a published password ({DEMO_USERNAME} / {DEMO_PASSWORD}): "
@@ -114,7 +148,7 @@ def serve(
         # Links in emails, the Origin check and OAuth follow the address served. The environment reaches
         # every process uvicorn starts.
         os.environ["TIDINGS_BASE_URL"] = served_base_url(host, port)
-        settings = Settings()
+        settings = cli_settings()
     migrate(settings)
     if demo:
         token = with_session(settings, lambda s: ensure_demo(s, settings))
@@ -152,7 +186,9 @@ def worker(
     metrics_host: Annotated[str, typer.Option(help="Address of the metrics port")] = "127.0.0.1",
 ) -> None:
     """Run the background jobs only, no HTTP: sending, feed polling and watch runs beside the API."""
-    settings = Settings()
+    settings = cli_settings()
+    if metrics_port is not None:
+        refuse_unusable_port(metrics_host, metrics_port, "--metrics-port")
     migrate(settings)
     if metrics_port is not None:
         from prometheus_client import start_http_server
@@ -245,7 +281,7 @@ def ensure_demo(session: Session, settings: Settings) -> str:
 @db_cli.command("upgrade")
 def db_upgrade() -> None:
     """Migrate the database to the newest revision."""
-    migrate(Settings())
+    migrate(cli_settings())
     typer.echo("database is at head")
 
 
@@ -255,7 +291,7 @@ def db_current() -> None:
     from app.migrate import current_revision
 
     try:
-        typer.echo(current_revision(Settings().database_url) or "(empty database)")
+        typer.echo(current_revision(cli_settings().database_url) or "(empty database)")
     except SQLAlchemyError as exc:
         raise fail(str(exc).splitlines()[0]) from exc
 
@@ -266,7 +302,7 @@ def tokens_create(
     name: Annotated[str, typer.Option(help="A label for the token")] = "",
 ) -> None:
     """Make a personal access token; prints the token alone (it is not shown again)."""
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
     typer.echo(with_session(settings, lambda s: create_personal_token(s, user_by_email(s, email), name)[1]))
 
@@ -280,7 +316,7 @@ def forms_create(
     """Make a hosted sign-up form; prints its id and public URL."""
     from app.mail.form_service import create_form
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> int:
@@ -307,7 +343,7 @@ def oauth_clients_create(
     """Register an OAuth client; prints its client_id and client_secret (the secret is not shown again)."""
     from app.identity.oauth.clients import register_client
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> tuple[str, str | None]:

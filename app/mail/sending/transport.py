@@ -16,6 +16,7 @@ import re
 import socket
 import ssl
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -44,6 +45,45 @@ class PermanentFailure(Exception):
     def __init__(self, message: str, *, bounce: bool) -> None:
         super().__init__(message)
         self.bounce = bounce
+
+
+@dataclass(frozen=True, slots=True)
+class SmtpRelay:
+    """Where TIDINGS_SMTP_URL points, read once: the settings check it at start (`Settings`) and the
+    transport connects with it, so both read the URL the same way."""
+
+    hostname: str
+    port: int
+    implicit_tls: bool
+    starttls: bool
+    verify_tls: bool
+    username: str | None
+    password: str | None
+
+    @classmethod
+    def from_url(cls, url: str) -> SmtpRelay:
+        """ValueError says what is wrong with the URL and what it may look like."""
+        allowed = "write it as smtp://user:pass@host:587?starttls=1 or smtps://user:pass@host:465"
+        parts = urlsplit(url)
+        if parts.scheme not in ("smtp", "smtps"):
+            raise ValueError(f"not an smtp:// or smtps:// URL; {allowed}")
+        if not parts.hostname:
+            raise ValueError(f"names no host; {allowed}")
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ValueError(f"its port is not a number from 1 to 65535; {allowed}") from exc
+        query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+        implicit_tls = parts.scheme == "smtps"
+        return cls(
+            hostname=parts.hostname,
+            port=port or (465 if implicit_tls else 25),
+            implicit_tls=implicit_tls,
+            starttls=query.get("starttls", "").lower() in TRUE_WORDS,
+            verify_tls=query.get("verify", "1").lower() in TRUE_WORDS,
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+        )
 
 
 class Transport(Protocol):
@@ -82,17 +122,14 @@ class SmtpTransport:
     """A pool of at most `size` open SMTP connections, each sending one message at a time."""
 
     def __init__(self, url: str, size: int, *, timeout: float = SMTP_TIMEOUT_SECONDS) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
-            raise ValueError("TIDINGS_SMTP_URL must look like smtp://user:pass@host:port or smtps://...")
-        query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-        self.hostname = parts.hostname
-        self.implicit_tls = parts.scheme == "smtps"
-        self.port = parts.port or (465 if self.implicit_tls else 25)
-        self.starttls = query.get("starttls", "").lower() in TRUE_WORDS
-        self.username = unquote(parts.username) if parts.username else None
-        self.password = unquote(parts.password) if parts.password else None
-        self.verify_tls = query.get("verify", "1").lower() in TRUE_WORDS
+        relay = SmtpRelay.from_url(url)
+        self.hostname = relay.hostname
+        self.implicit_tls = relay.implicit_tls
+        self.port = relay.port
+        self.starttls = relay.starttls
+        self.username = relay.username
+        self.password = relay.password
+        self.verify_tls = relay.verify_tls
         self.size = max(1, size)
         self.timeout = timeout
         self._idle: list[SmtpConnection] = []
