@@ -157,6 +157,8 @@ def serve(
         typer.echo(f"Password:     {DEMO_PASSWORD}")
         typer.echo(f"API token:    {token}")
     echo_banner(settings, base_url_is_set=base_url_is_set)
+    logging.config.dictConfig(logging_config(settings.log_format))
+    warn_if_relay_unreachable(settings)
     if no_scheduler:
         # uvicorn builds the app itself (possibly in several processes): the environment reaches them all.
         os.environ["TIDINGS_SCHEDULER"] = "false"
@@ -195,6 +197,7 @@ def worker(
 
         start_http_server(metrics_port, addr=metrics_host)
     logging.config.dictConfig(logging_config(settings.log_format))
+    warn_if_relay_unreachable(settings)
     with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
         runner.run(_run_worker(settings, once=once))
 
@@ -238,6 +241,25 @@ async def _run_worker(settings: Settings, *, once: bool) -> None:
     finally:
         await scheduler.stop()
         engine.dispose()
+
+
+def warn_if_relay_unreachable(settings: Settings) -> None:
+    """One WARNING as a sending process starts when TIDINGS_SMTP_URL's relay does not answer: its emails
+    would wait in the queue, retried, with nothing else to say why."""
+    if not settings.smtp_url:
+        return
+    from app.mail.sending.transport import SmtpRelay, relay_problem
+
+    relay = SmtpRelay.from_url(settings.smtp_url)
+    problem = relay_problem(relay)
+    if problem is not None:
+        logging.getLogger("tidings.sending").warning(
+            "the SMTP relay %s:%s (TIDINGS_SMTP_URL) does not answer: %s; emails wait in the queue and "
+            "are retried until it does",
+            relay.hostname,
+            relay.port,
+            problem,
+        )
 
 
 def echo_banner(settings: Settings, *, base_url_is_set: bool) -> None:

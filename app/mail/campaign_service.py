@@ -63,6 +63,8 @@ def campaign_views(session: Session, campaigns: list[Campaign]) -> list[dict[str
             "created_at": c.created_at,
             "updated_at": c.updated_at,
             "sent_count": totals[c.id].sent,
+            "last_delivery_error": c.last_delivery_error,
+            "last_delivery_error_at": c.last_delivery_error_at,
             **totals[c.id].wire(c),
         }
         for c in campaigns

@@ -93,6 +93,17 @@ class CampaignOut(Out):
     sent_count: Annotated[int, Field(description="Beyond SendFox: emails sent so far (as in its stats).")]
     failed_count: FailedCount
     cancelled_count: CancelledCount
+    last_delivery_error: Annotated[
+        str | None,
+        Field(
+            description="Beyond SendFox: the last error one of its emails met on the way to the mail "
+            "server (a refused connection, the relay's 4xx or 5xx reply; not a recipient's bounce), "
+            "kept after later emails go out; null while none has."
+        ),
+    ] = None
+    last_delivery_error_at: Annotated[
+        OptionalTimestamp, Field(description="Beyond SendFox: when last_delivery_error happened.")
+    ] = None
 
 
 class CampaignStatsOut(BaseModel):

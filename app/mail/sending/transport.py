@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import mailbox
+import os
 import re
 import socket
 import ssl
@@ -30,6 +31,8 @@ from app.mail.sending.smtp import (
 )
 
 RECONNECT_PAUSE_SECONDS = 5.0
+# How long the check at start waits for the relay to take a connection.
+RELAY_PROBE_SECONDS = 3.0
 TRUE_WORDS = {"1", "true", "yes", "on"}
 # Control characters, angle brackets and spaces cannot be in an envelope address (command injection).
 UNSAFE_ADDRESS = re.compile(r"[\x00-\x20\x7f<>]")
@@ -84,6 +87,26 @@ class SmtpRelay:
             username=unquote(parts.username) if parts.username else None,
             password=unquote(parts.password) if parts.password else None,
         )
+
+
+def network_reason(exc: BaseException) -> str:
+    """Why a connection failed, in the words an operator searches for ("Connection refused"), not
+    asyncio's ("[Errno 111] Connect call failed ('127.0.0.1', 25)")."""
+    if isinstance(exc, TimeoutError):
+        return "no answer (timed out)"
+    if isinstance(exc, OSError) and exc.errno:
+        return os.strerror(exc.errno)
+    return str(exc)
+
+
+def relay_problem(relay: SmtpRelay, timeout: float = RELAY_PROBE_SECONDS) -> str | None:
+    """Why the relay cannot be reached right now (a TCP connection tried and closed), or None when it
+    answers. Blocking: for the start of a process, before its event loop runs."""
+    try:
+        socket.create_connection((relay.hostname, relay.port), timeout=timeout).close()
+    except OSError as exc:
+        return network_reason(exc)
+    return None
 
 
 class Transport(Protocol):
@@ -171,7 +194,8 @@ class SmtpTransport:
             # A refused connection, greeting, STARTTLS or login: the relay, not this email, is the
             # problem. Every email waiting for it is retried later rather than failed for good.
             self._down_until = loop.time() + RECONNECT_PAUSE_SECONDS
-            raise TemporaryFailure(f"smtp: cannot connect to {self.hostname}:{self.port}: {exc}") from exc
+            reason = network_reason(exc)
+            raise TemporaryFailure(f"smtp: cannot connect to {self.hostname}:{self.port}: {reason}") from exc
 
     async def send(self, sender: str, recipient: str, message: bytes) -> None:
         for address in (sender, recipient):
