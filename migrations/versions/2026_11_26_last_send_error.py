@@ -1,6 +1,6 @@
-"""campaign_last_delivery_error: a campaign keeps the last error its emails met and when
+"""last_send_error: a campaign keeps the last error its emails met and when
 
-Revision ID: 2026_11_26_campaign_last_delivery_error
+Revision ID: 2026_11_26_last_send_error
 Revises: 2026_11_25_campaign_source_key
 Create Date: 2026-11-26 18:00:00.000000
 """
@@ -14,7 +14,7 @@ from alembic import op
 
 import app.models.base
 
-revision: str = '2026_11_26_campaign_last_delivery_error'
+revision: str = '2026_11_26_last_send_error'
 down_revision: str | None = '2026_11_25_campaign_source_key'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
