@@ -15,6 +15,8 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 WEAK_SECRET_MIN_LENGTH = 32
+# The secret key placeholders the shipped files carry (docker-compose.yml): long enough, and public.
+PLACEHOLDER_SECRET_PREFIX = "change-me"
 # The public address of a process that is not serving (a worker, a CLI command) when none is set.
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 # Settings whose empty value (`TIDINGS_BASE_URL=`) means the same as leaving them unset.
@@ -353,6 +355,11 @@ class Settings(BaseSettings):
     def resolved_secret_key(self) -> str:
         """The configured key, or one generated once into `var/secret_key` and reused after."""
         if self.secret_key:
+            if self.env == "production" and self.secret_key.startswith(PLACEHOLDER_SECRET_PREFIX):
+                raise ValueError(
+                    "TIDINGS_SECRET_KEY is the placeholder of the shipped files, known to everyone: set "
+                    "your own (python -c 'import secrets; print(secrets.token_urlsafe(48))')"
+                )
             if self.env == "production" and len(self.secret_key) < WEAK_SECRET_MIN_LENGTH:
                 raise ValueError(
                     "TIDINGS_SECRET_KEY is too weak for production: "
