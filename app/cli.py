@@ -46,6 +46,10 @@ cli.add_typer(forms_cli, name="forms")
 cli.add_typer(oauth_clients_cli, name="oauth-clients")
 cli.add_typer(bounces_cli, name="bounces")
 
+# uvicorn's supervisor pings each HTTP worker process and replaces one that does not answer in time.
+# Its own 5 s replaced busy workers of a loaded machine again and again (each losing its requests in
+# flight); a worker that is truly stuck for 30 s is still replaced.
+WORKER_HEALTHCHECK_SECONDS = 30
 DEMO_EMAIL = "demo@example.com"
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"
@@ -130,6 +134,13 @@ def serve(
     ] = False,
     demo: Annotated[bool, typer.Option("--demo", help="Make a demo account and print its token")] = False,
     workers: Annotated[int, typer.Option(help="HTTP worker processes")] = 1,
+    worker_timeout: Annotated[
+        int,
+        typer.Option(
+            help="With --workers 2 or more: seconds a worker process may leave the supervisor's health "
+            "check unanswered before it is killed and replaced"
+        ),
+    ] = WORKER_HEALTHCHECK_SECONDS,
 ) -> None:
     """Migrate the database to head, then serve the three APIs."""
     import uvicorn
@@ -138,6 +149,8 @@ def serve(
     refuse_unusable_port(host, port, "--port")
     if workers < 1:
         raise fail(f"--workers {workers}: give 1 or more HTTP worker processes")
+    if worker_timeout < 1:
+        raise fail(f"--worker-timeout {worker_timeout}: give 1 or more seconds")
     if demo and settings.env == "production":
         raise fail(
             f"--demo makes an account with a published password ({DEMO_USERNAME} / {DEMO_PASSWORD}): "
@@ -168,6 +181,7 @@ def serve(
         host=host,
         port=port,
         workers=workers,
+        timeout_worker_healthcheck=worker_timeout,
         log_level="info",
         log_config=logging_config(settings.log_format),
     )

@@ -10,11 +10,13 @@ import os
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.config import SettingsError, load_settings
-from tests.processes import command_environment, tidings_script
+from tests.cli_runner import Tidings, tidings_fixture  # noqa: F401
+from tests.processes import command_environment, free_port, tidings_script
 from tests.test_settings_table import documented_settings
 
 BAD_VALUES = {
@@ -185,3 +187,21 @@ def test_a_port_out_of_range_or_in_use_is_refused_before_anything_starts(tmp_pat
         line = one_error_line(run(tmp_path, "worker", "--metrics-port", str(port)))
         assert line.startswith(f"error: cannot listen on 127.0.0.1:{port} (--metrics-port)")
     assert not (tmp_path / "var").exists()  # no database was made, no job started
+
+
+def test_the_worker_health_check_timeout_reaches_uvicorns_supervisor(
+    tidings: Tidings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn's own 5 s replaced busy HTTP workers of a loaded machine ten times in 70 s: the timeout
+    is the operator's, 30 s unless they say."""
+    import uvicorn
+
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: started.append(options))
+    port = str(free_port())
+    assert tidings("serve", "--port", port, "--workers", "2").exit_code == 0
+    assert tidings("serve", "--port", port, "--workers", "2", "--worker-timeout", "90").exit_code == 0
+    assert [(o["workers"], o["timeout_worker_healthcheck"]) for o in started] == [(2, 30), (2, 90)]
+    assert tidings.fails("serve", "--port", port, "--worker-timeout", "0") == (
+        "error: --worker-timeout 0: give 1 or more seconds"
+    )
