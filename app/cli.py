@@ -361,6 +361,18 @@ def forms_create(
 
     form_id = with_session(settings, work)
     typer.echo(f"{form_id} {settings.base_url.rstrip('/')}/f/{form_id}")
+    note_assumed_base_url(settings)
+
+
+def note_assumed_base_url(settings: Settings) -> None:
+    """A command that prints the server's public URLs, run without TIDINGS_BASE_URL, says which address
+    it assumed and how to give the real one (on stderr: stdout stays the answer a script reads)."""
+    if not settings.base_url_is_set:
+        typer.echo(
+            f"note: TIDINGS_BASE_URL is not set, so the URL assumes the server answers at "
+            f"{settings.base_url}; set TIDINGS_BASE_URL to the address people reach it at",
+            err=True,
+        )
 
 
 @oauth_clients_cli.command("create")

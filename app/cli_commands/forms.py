@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import cli_settings, forms_cli, migrate, with_session
+from app.cli import cli_settings, forms_cli, migrate, note_assumed_base_url, with_session
 from app.cli_commands.output import print_table, when
 from app.identity.accounts import user_by_email
 
@@ -29,3 +29,5 @@ def forms_list(email: Annotated[str, typer.Option(help="The account owner's emai
 
     rows = with_session(settings, work)
     print_table(["ID", "TITLE", "LISTS", "CREATED", "URL"], rows, empty="no forms")
+    if rows:
+        note_assumed_base_url(settings)
