@@ -150,15 +150,20 @@ def revoke_token_submit(
 ) -> Response:
     if signed_in is None:
         return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
-    revoked = revoke_personal_token(db, signed_in.user.id, token_id)
-    if revoked is None:
-        return with_cookies(page("account/no_such_token.html", status=404, user=signed_in.user), response)
+    revoked = revoke_personal_token(db, signed_in.user.id, token_id) is not None
+    return _after_revoking(request, response, signed_in.user, revoked=revoked)
+
+
+def _after_revoking(request: Request, response: Response, user: User, *, revoked: bool) -> Response:
+    """Back to the tokens page once something was revoked (a 404 page when nothing was)."""
+    if not revoked:
+        return with_cookies(page("account/no_such_token.html", status=404, user=user), response)
     # This process may remember the token for a second: forget it now, and again once the revocation is
     # committed (a request in between could have looked the token up again), so it counts at once.
     lookup = app_state(request).token_lookup
-    lookup.forget_account(signed_in.user.account_id)
+    lookup.forget_account(user.account_id)
     done = redirect(TOKENS_PATH)
-    done.background = BackgroundTask(forget_accounts, lookup, [signed_in.user.account_id])
+    done.background = BackgroundTask(forget_accounts, lookup, [user.account_id])
     return with_cookies(done, response)
 
 
@@ -169,10 +174,5 @@ def revoke_app_submit(
     """Disconnect an app the person let in through OAuth: every token it holds for them stops working."""
     if signed_in is None:
         return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
-    if not disconnect_app(db, signed_in.user.id, client_id):
-        return with_cookies(page("account/no_such_token.html", status=404, user=signed_in.user), response)
-    lookup = app_state(request).token_lookup
-    lookup.forget_account(signed_in.user.account_id)
-    done = redirect(TOKENS_PATH)
-    done.background = BackgroundTask(forget_accounts, lookup, [signed_in.user.account_id])
-    return with_cookies(done, response)
+    revoked = disconnect_app(db, signed_in.user.id, client_id)
+    return _after_revoking(request, response, signed_in.user, revoked=revoked)
