@@ -53,7 +53,8 @@ HTTP_URL_SETTINGS = ("base_url", "hn_api_url", "reddit_url", "engine_base_url", 
 RATE_SETTINGS = ("mail_rate_limit", "form_rate_limit", "form_email_rate_limit")
 # What a database URL may start with; postgres:// and postgresql:// (as hosting providers hand them
 # out) mean PostgreSQL through psycopg, the driver installed.
-POSTGRES_SCHEMES = ("postgres", "postgresql", "postgresql+psycopg")
+PSYCOPG = "postgresql+psycopg"
+POSTGRES_SCHEMES = ("postgres", "postgresql", PSYCOPG)
 SQLITE_SCHEMES = ("sqlite", "sqlite+pysqlite")
 BOOLEAN_WORDS = "true or false (also 1/0, yes/no, on/off)"
 
@@ -203,7 +204,9 @@ class Settings(BaseSettings):
         except ArgumentError as exc:
             raise ValueError(f"not a database URL; {allowed}") from exc
         if url.drivername in POSTGRES_SCHEMES:
-            return url.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+            if url.drivername == PSYCOPG:
+                return value
+            return url.set(drivername=PSYCOPG).render_as_string(hide_password=False)
         if url.drivername not in SQLITE_SCHEMES:
             raise ValueError(f"{url.drivername!r} is not a database Tidings runs on; {allowed}")
         return value
