@@ -6,6 +6,7 @@ installed console script."""
 
 from __future__ import annotations
 
+import logging.config
 import os
 import socket
 import subprocess
@@ -198,6 +199,9 @@ def test_the_worker_health_check_timeout_reaches_uvicorns_supervisor(
 
     started: list[dict[str, Any]] = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: started.append(options))
+    # serve sets the process's logging up for uvicorn; this test process keeps its own (a handler on the
+    # runner's stderr, closed after the call, would break every later test's log lines).
+    monkeypatch.setattr(logging.config, "dictConfig", lambda config: None)
     port = str(free_port())
     assert tidings("serve", "--port", port, "--workers", "2").exit_code == 0
     assert tidings("serve", "--port", port, "--workers", "2", "--worker-timeout", "90").exit_code == 0
