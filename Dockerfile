@@ -1,6 +1,6 @@
 # Build and install the package (migrations and OpenAPI documents ship inside it) into a virtualenv in
 # one stage; run it as a non-root user in the next, which needs nothing of the source tree.
-FROM python:3.11-slim AS build
+FROM python:3.11.10-slim AS build
 WORKDIR /src
 RUN python -m venv /venv
 COPY pyproject.toml setup.py README.md ./
@@ -9,7 +9,7 @@ COPY migrations ./migrations
 COPY openapi ./openapi
 RUN /venv/bin/pip install --no-cache-dir .
 
-FROM python:3.11-slim
+FROM python:3.11.10-slim
 RUN useradd --create-home --uid 10001 tidings
 COPY --from=build /venv /venv
 WORKDIR /srv/tidings

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import hmac
 import logging
 import logging.config
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from typing import Annotated, TypeVar
@@ -18,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.config import Settings, masked_url, served_base_url
+from app.config import Settings, SettingsError, load_settings, masked_url, served_base_url
 from app.db import create_db_engine, make_session_factory, transaction
 from app.identity.accounts import create_user, find_user_by_email
 from app.identity.tokens import TOKEN_PREFIX, create_personal_token, hash_token
@@ -44,6 +46,10 @@ cli.add_typer(forms_cli, name="forms")
 cli.add_typer(oauth_clients_cli, name="oauth-clients")
 cli.add_typer(bounces_cli, name="bounces")
 
+# uvicorn's supervisor pings each HTTP worker process and replaces one that does not answer in time.
+# Its own 5 s replaced busy workers of a loaded machine again and again (each losing its requests in
+# flight); a worker that is truly stuck for 30 s is still replaced.
+WORKER_HEALTHCHECK_SECONDS = 30
 DEMO_EMAIL = "demo@example.com"
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"
@@ -53,6 +59,15 @@ T = TypeVar("T")
 def fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(1)
+
+
+def cli_settings() -> Settings:
+    """The settings, every one checked before the command does anything: a bad one exits 1 with one
+    line naming it, what is wrong and what is allowed."""
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        raise fail(str(exc)) from exc
 
 
 def with_session(settings: Settings, work: Callable[[Session], T]) -> T:
@@ -90,6 +105,26 @@ def user_by_email(session: Session, email: str) -> User:
     return user
 
 
+def refuse_unusable_port(host: str, port: int, option: str) -> None:
+    """Exit 1 with one line, before anything starts, when host:port is no port or cannot be listened on
+    (another server has it, the address is not this machine's): a bind tried and let go at once."""
+    if not 1 <= port <= 65535:
+        raise fail(f"{option} {port} is not a port: give a number from 1 to 65535")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as probe:
+            # As uvicorn binds: a port left in TIME_WAIT by the last run is free, one listened on is not.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.EADDRINUSE:
+            reason += f": another server listens there; stop it or give another {option}"
+        raise fail(f"cannot listen on {host}:{port} ({option}): {reason}") from exc
+
+
 @cli.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
@@ -99,11 +134,23 @@ def serve(
     ] = False,
     demo: Annotated[bool, typer.Option("--demo", help="Make a demo account and print its token")] = False,
     workers: Annotated[int, typer.Option(help="HTTP worker processes")] = 1,
+    worker_timeout: Annotated[
+        int,
+        typer.Option(
+            help="With --workers 2 or more: seconds a worker process may leave the supervisor's health "
+            "check unanswered before it is killed and replaced"
+        ),
+    ] = WORKER_HEALTHCHECK_SECONDS,
 ) -> None:
     """Migrate the database to head, then serve the three APIs."""
     import uvicorn
 
-    settings = Settings()
+    settings = cli_settings()
+    refuse_unusable_port(host, port, "--port")
+    if workers < 1:
+        raise fail(f"--workers {workers}: give 1 or more HTTP worker processes")
+    if worker_timeout < 1:
+        raise fail(f"--worker-timeout {worker_timeout}: give 1 or more seconds")
     if demo and settings.env == "production":
         raise fail(
             f"--demo makes an account with a published password ({DEMO_USERNAME} / {DEMO_PASSWORD}): "
@@ -114,7 +161,7 @@ def serve(
         # Links in emails, the Origin check and OAuth follow the address served. The environment reaches
         # every process uvicorn starts.
         os.environ["TIDINGS_BASE_URL"] = served_base_url(host, port)
-        settings = Settings()
+        settings = cli_settings()
     migrate(settings)
     if demo:
         token = with_session(settings, lambda s: ensure_demo(s, settings))
@@ -123,6 +170,8 @@ def serve(
         typer.echo(f"Password:     {DEMO_PASSWORD}")
         typer.echo(f"API token:    {token}")
     echo_banner(settings, base_url_is_set=base_url_is_set)
+    logging.config.dictConfig(logging_config(settings.log_format))
+    warn_if_relay_unreachable(settings)
     if no_scheduler:
         # uvicorn builds the app itself (possibly in several processes): the environment reaches them all.
         os.environ["TIDINGS_SCHEDULER"] = "false"
@@ -132,6 +181,7 @@ def serve(
         host=host,
         port=port,
         workers=workers,
+        timeout_worker_healthcheck=worker_timeout,
         log_level="info",
         log_config=logging_config(settings.log_format),
     )
@@ -152,13 +202,16 @@ def worker(
     metrics_host: Annotated[str, typer.Option(help="Address of the metrics port")] = "127.0.0.1",
 ) -> None:
     """Run the background jobs only, no HTTP: sending, feed polling and watch runs beside the API."""
-    settings = Settings()
+    settings = cli_settings()
+    if metrics_port is not None:
+        refuse_unusable_port(metrics_host, metrics_port, "--metrics-port")
     migrate(settings)
     if metrics_port is not None:
         from prometheus_client import start_http_server
 
         start_http_server(metrics_port, addr=metrics_host)
     logging.config.dictConfig(logging_config(settings.log_format))
+    warn_if_relay_unreachable(settings)
     with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
         runner.run(_run_worker(settings, once=once))
 
@@ -204,6 +257,25 @@ async def _run_worker(settings: Settings, *, once: bool) -> None:
         engine.dispose()
 
 
+def warn_if_relay_unreachable(settings: Settings) -> None:
+    """One WARNING as a sending process starts when TIDINGS_SMTP_URL's relay does not answer: its emails
+    would wait in the queue, retried, with nothing else to say why."""
+    if not settings.smtp_url:
+        return
+    from app.mail.sending.transport import SmtpRelay, relay_problem
+
+    relay = SmtpRelay.from_url(settings.smtp_url)
+    problem = relay_problem(relay)
+    if problem is not None:
+        logging.getLogger("tidings.sending").warning(
+            "the SMTP relay %s:%s (TIDINGS_SMTP_URL) does not answer: %s; emails wait in the queue and "
+            "are retried until it does",
+            relay.hostname,
+            relay.port,
+            problem,
+        )
+
+
 def echo_banner(settings: Settings, *, base_url_is_set: bool) -> None:
     """What a server is about to use, so an operator sees which data and address it picked up."""
     base = settings.base_url.rstrip("/")
@@ -245,7 +317,7 @@ def ensure_demo(session: Session, settings: Settings) -> str:
 @db_cli.command("upgrade")
 def db_upgrade() -> None:
     """Migrate the database to the newest revision."""
-    migrate(Settings())
+    migrate(cli_settings())
     typer.echo("database is at head")
 
 
@@ -255,7 +327,7 @@ def db_current() -> None:
     from app.migrate import current_revision
 
     try:
-        typer.echo(current_revision(Settings().database_url) or "(empty database)")
+        typer.echo(current_revision(cli_settings().database_url) or "(empty database)")
     except SQLAlchemyError as exc:
         raise fail(str(exc).splitlines()[0]) from exc
 
@@ -266,7 +338,7 @@ def tokens_create(
     name: Annotated[str, typer.Option(help="A label for the token")] = "",
 ) -> None:
     """Make a personal access token; prints the token alone (it is not shown again)."""
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
     typer.echo(with_session(settings, lambda s: create_personal_token(s, user_by_email(s, email), name)[1]))
 
@@ -280,7 +352,7 @@ def forms_create(
     """Make a hosted sign-up form; prints its id and public URL."""
     from app.mail.form_service import create_form
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> int:
@@ -289,6 +361,18 @@ def forms_create(
 
     form_id = with_session(settings, work)
     typer.echo(f"{form_id} {settings.base_url.rstrip('/')}/f/{form_id}")
+    note_assumed_base_url(settings)
+
+
+def note_assumed_base_url(settings: Settings) -> None:
+    """A command that prints the server's public URLs, run without TIDINGS_BASE_URL, says which address
+    it assumed and how to give the real one (on stderr: stdout stays the answer a script reads)."""
+    if not settings.base_url_is_set:
+        typer.echo(
+            f"note: TIDINGS_BASE_URL is not set, so the URL assumes the server answers at "
+            f"{settings.base_url}; set TIDINGS_BASE_URL to the address people reach it at",
+            err=True,
+        )
 
 
 @oauth_clients_cli.command("create")
@@ -307,7 +391,7 @@ def oauth_clients_create(
     """Register an OAuth client; prints its client_id and client_secret (the secret is not shown again)."""
     from app.identity.oauth.clients import register_client
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> tuple[str, str | None]:

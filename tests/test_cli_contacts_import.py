@@ -174,3 +174,81 @@ def test_import_refuses_before_writing_anything(tidings: Tidings, tmp_path: Path
     line = tidings.fails("contacts", "import", str(latin), "--email", OWNER)
     assert "is not UTF-8 text" in line
     assert contacts(tidings) == []
+
+
+def test_an_unclosed_quote_fails_naming_its_line_and_imports_nothing(
+    tidings: Tidings, tmp_path: Path
+) -> None:
+    """The operator's file: 3,008 rows, one quote opened on line 21 and never closed. Read loosely it
+    imported 18 rows and exited 0, the rest of the file swallowed by one "invalid" field."""
+    owner(tidings)
+    rows = [f"person{i}@example.com,Person,{i}" for i in range(3008)]
+    rows[19] = 'person19@example.com,"Person,19'  # line 21: the header is line 1
+    file = write_csv(tmp_path / "people.csv", ["email,first_name,last_name", *rows])
+    report = tmp_path / "errors.csv"
+    line = tidings.fails("contacts", "import", str(file), "--email", OWNER, "--errors", str(report))
+    assert line.startswith(f"error: {file}: the quote opened on line 21 is never closed")
+    assert "nothing was imported" in line
+    assert contacts(tidings) == []
+
+
+def test_a_quote_closed_lines_later_in_a_name_fails_naming_the_line_it_opened(
+    tidings: Tidings, tmp_path: Path
+) -> None:
+    # Closed further down, the quoted field ends cleanly and the csv module sees no error: the line
+    # break inside a name is what gives it away.
+    owner(tidings)
+    lines = ["email,first_name,last_name", "a@example.com,Ada,L", 'b@example.com,"Bob,B']
+    lines += [f"c{i}@example.com,C,{i}" for i in range(5)] + ['d@example.com,D",Dee']
+    file = write_csv(tmp_path / "closed_late.csv", lines)
+    line = tidings.fails("contacts", "import", str(file), "--email", OWNER)
+    assert f"{file}: the first_name field quoted on line 3 runs over 7 lines (to line 9)" in line
+    assert contacts(tidings) == []
+
+
+def test_a_line_break_in_another_column_is_a_field_not_an_error(tidings: Tidings, tmp_path: Path) -> None:
+    owner(tidings)
+    file = write_csv(
+        tmp_path / "notes.csv",
+        ["email,notes,first_name", 'a@example.com,"two\nlines",Ada', "b@example.com,,Bob"],
+    )
+    assert (
+        tidings.ok("contacts", "import", str(file), "--email", OWNER)
+        == "created 2, updated 0, skipped 0 invalid\n"
+    )
+    assert contacts(tidings) == ["a@example.com", "b@example.com"]
+
+
+def test_a_stray_quote_mid_field_is_kept_and_one_after_a_closing_quote_is_refused(
+    tidings: Tidings, tmp_path: Path
+) -> None:
+    owner(tidings)
+    kept = write_csv(
+        tmp_path / "stray.csv",
+        ["email,first_name,last_name", 'a@example.com,Ada "the",Lovelace', "b@example.com,Bob,B"],
+    )
+    assert (
+        tidings.ok("contacts", "import", str(kept), "--email", OWNER)
+        == "created 2, updated 0, skipped 0 invalid\n"
+    )
+    first_names = tidings.scalar("SELECT first_name FROM contacts WHERE email_key = 'a@example.com'")
+    assert first_names == 'Ada "the"'
+    refused = write_csv(
+        tmp_path / "after_close.csv",
+        ["email,first_name", "c@example.com,Cy", 'd@example.com,"Dee"x', "e@example.com,Eve"],
+    )
+    line = tidings.fails("contacts", "import", str(refused), "--email", OWNER)
+    assert line.startswith(f"error: {refused} is not valid CSV in the record starting on line 3")
+    assert contacts(tidings) == ["a@example.com", "b@example.com"]
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tidings: Tidings, tmp_path: Path) -> None:
+    # Excel's "CSV UTF-8" starts the file with one; the email column must still be found.
+    owner(tidings)
+    file = tmp_path / "excel.csv"
+    file.write_bytes("\ufeffEmail,First_Name\r\nbom@example.com,Bo\r\n".encode())
+    assert (
+        tidings.ok("contacts", "import", str(file), "--email", OWNER)
+        == "created 1, updated 0, skipped 0 invalid\n"
+    )
+    assert contacts(tidings) == ["bom@example.com"]

@@ -105,6 +105,25 @@ def test_forms_list_shows_each_form_with_its_lists_and_url(tidings: Tidings) -> 
     assert tidings.fails("forms", "list", "--email", "nobody@example.com").endswith("nobody@example.com.")
 
 
+def test_forms_commands_say_which_server_address_they_assumed(tidings: Tidings) -> None:
+    owner(tidings)
+    list_id = tidings.ok("lists", "create", "--email", OWNER, "--name", "News").strip()
+    made = tidings(
+        "forms", "create", "--email", OWNER, "--title", "T", "--list", list_id, TIDINGS_BASE_URL=""
+    )
+    assert made.exit_code == 0, made.stderr
+    form_id = made.stdout.split()[0]
+    assert made.stdout == f"{form_id} http://127.0.0.1:8000/f/{form_id}\n"
+    assert made.stderr == (
+        "note: TIDINGS_BASE_URL is not set, so the URL assumes the server answers at "
+        "http://127.0.0.1:8000; set TIDINGS_BASE_URL to the address people reach it at\n"
+    )
+    listed = tidings("forms", "list", "--email", OWNER, TIDINGS_BASE_URL="")
+    assert "note: TIDINGS_BASE_URL is not set" in listed.stderr
+    # Set, it is the URL, with nothing to note.
+    assert tidings("forms", "list", "--email", OWNER).stderr == ""
+
+
 def test_oauth_clients_list_and_delete(tidings: Tidings) -> None:
     owner(tidings)
     made = tidings.ok(

@@ -1,8 +1,10 @@
 """The signed-in person's own pages: sign in and out with the session cookie, and /account/tokens to
-create and revoke personal access tokens for the email API (shown once, revoked at once)."""
+create and revoke personal access tokens for the email API (shown once, revoked at once) and to
+disconnect the apps they let in through OAuth."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -15,6 +17,7 @@ from starlette.background import BackgroundTask
 from app.authroutes.pages import local_path, page, redirect, sign_in_form, sign_in_url, with_cookies
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
+from app.identity.oauth.connections import ConnectedApp, connected_apps, disconnect_app
 from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin
 from app.identity.session_cookie import clear_session_cookie, session_token, set_session_cookie
 from app.identity.sessions import end_session
@@ -30,6 +33,8 @@ TOKENS_PATH = "/account/tokens"
 TOKEN_NAME_MAX_LENGTH = 191
 # A token id is an INTEGER column: a larger number names no token (404) instead of overflowing the driver.
 TokenId = Annotated[int, PathParam(ge=1, le=2**31 - 1)]
+# An OAuth client's public id (app/identity/oauth/clients.py makes them; the column holds 64).
+ClientId = Annotated[str, PathParam(min_length=1, max_length=64)]
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -84,14 +89,27 @@ def sign_out_submit(request: Request, db: SessionDep, settings: SettingsDep) -> 
     return response
 
 
+@dataclass(frozen=True)
+class TokensPage:
+    """What the tokens page lists: the person's own tokens and the apps they connected through OAuth."""
+
+    tokens: list[PersonalToken]
+    apps: list[ConnectedApp]
+
+
+def _listed(db: Session, user_id: int) -> TokensPage:
+    return TokensPage(live_personal_tokens(db, user_id), connected_apps(db, user_id))
+
+
 def _tokens_page(
-    user: User, tokens: list[PersonalToken], *, new_token: str = "", error: str = "", status: int = 200
+    user: User, listed: TokensPage, *, new_token: str = "", error: str = "", status: int = 200
 ) -> HTMLResponse:
     return page(
         "account/tokens.html",
         status=status,
         user=user,
-        tokens=tokens,
+        tokens=listed.tokens,
+        apps=listed.apps,
         new_token=new_token,
         error=error,
         name_max_length=TOKEN_NAME_MAX_LENGTH,
@@ -102,8 +120,7 @@ def _tokens_page(
 def tokens_page(response: Response, signed_in: OptionalSessionUser, db: SessionDep) -> Response:
     if signed_in is None:
         return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
-    tokens = live_personal_tokens(db, signed_in.user.id)
-    return with_cookies(_tokens_page(signed_in.user, tokens), response)
+    return with_cookies(_tokens_page(signed_in.user, _listed(db, signed_in.user.id)), response)
 
 
 @router.post(TOKENS_PATH, dependencies=[Depends(check_cookie_origin)])
@@ -115,16 +132,16 @@ async def create_token_submit(
     name = (await _form(request)).get("name", "").strip()
     user = signed_in.user
     if len(name) > TOKEN_NAME_MAX_LENGTH or "\x00" in name:
-        tokens = await run_in_threadpool(live_personal_tokens, db, user.id)
+        listed = await run_in_threadpool(_listed, db, user.id)
         error = f"A name is at most {TOKEN_NAME_MAX_LENGTH} characters."
-        return with_cookies(_tokens_page(user, tokens, error=error, status=400), response)
-    tokens, token = await run_in_threadpool(_create_token, db, user, name)
-    return with_cookies(_tokens_page(user, tokens, new_token=token, status=201), response)
+        return with_cookies(_tokens_page(user, listed, error=error, status=400), response)
+    listed, token = await run_in_threadpool(_create_token, db, user, name)
+    return with_cookies(_tokens_page(user, listed, new_token=token, status=201), response)
 
 
-def _create_token(db: Session, user: User, name: str) -> tuple[list[PersonalToken], str]:
+def _create_token(db: Session, user: User, name: str) -> tuple[TokensPage, str]:
     _, token = create_personal_token(db, user, name)
-    return live_personal_tokens(db, user.id), token
+    return _listed(db, user.id), token
 
 
 @router.post(TOKENS_PATH + "/{token_id}/revoke", dependencies=[Depends(check_cookie_origin)])
@@ -133,13 +150,29 @@ def revoke_token_submit(
 ) -> Response:
     if signed_in is None:
         return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
-    revoked = revoke_personal_token(db, signed_in.user.id, token_id)
-    if revoked is None:
-        return with_cookies(page("account/no_such_token.html", status=404, user=signed_in.user), response)
+    revoked = revoke_personal_token(db, signed_in.user.id, token_id) is not None
+    return _after_revoking(request, response, signed_in.user, revoked=revoked)
+
+
+def _after_revoking(request: Request, response: Response, user: User, *, revoked: bool) -> Response:
+    """Back to the tokens page once something was revoked (a 404 page when nothing was)."""
+    if not revoked:
+        return with_cookies(page("account/no_such_token.html", status=404, user=user), response)
     # This process may remember the token for a second: forget it now, and again once the revocation is
     # committed (a request in between could have looked the token up again), so it counts at once.
     lookup = app_state(request).token_lookup
-    lookup.forget_account(signed_in.user.account_id)
+    lookup.forget_account(user.account_id)
     done = redirect(TOKENS_PATH)
-    done.background = BackgroundTask(forget_accounts, lookup, [signed_in.user.account_id])
+    done.background = BackgroundTask(forget_accounts, lookup, [user.account_id])
     return with_cookies(done, response)
+
+
+@router.post(TOKENS_PATH + "/apps/{client_id}/revoke", dependencies=[Depends(check_cookie_origin)])
+def revoke_app_submit(
+    request: Request, response: Response, client_id: ClientId, signed_in: OptionalSessionUser, db: SessionDep
+) -> Response:
+    """Disconnect an app the person let in through OAuth: every token it holds for them stops working."""
+    if signed_in is None:
+        return with_cookies(redirect(sign_in_url(TOKENS_PATH)), response)
+    revoked = disconnect_app(db, signed_in.user.id, client_id)
+    return _after_revoking(request, response, signed_in.user, revoked=revoked)

@@ -103,6 +103,7 @@ async def sign_up_email(
         username=body.username,
         display_username=body.display_username,
         image=body.image,
+        plan=settings.signup_plan,
     )
     signed_in = await run_in_threadpool(
         lambda: sign_up_and_sign_in(

@@ -1,5 +1,6 @@
 """OAuth 2.0 for the email API: GET /oauth/authorize (a sign-in page, then a consent page),
-POST /oauth/authorize (the person's decision) and POST /oauth/token (code exchange and refresh)."""
+POST /oauth/authorize (the person's decision), POST /oauth/token (code exchange and refresh) and
+POST /oauth/revoke (RFC 7009: an integration revokes a token it holds)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from app.identity.dependencies import OptionalSessionUser
 from app.identity.oauth.authorization import (
     AuthorizationRefused,
     ConsentRequest,
+    TokenExchange,
     decide_authorization,
     exchange_token,
     review_authorization,
+    revoke_token_request,
 )
 from app.identity.oauth.server import OAuthReply
 from app.identity.origin_guard import check_cookie_origin
@@ -96,15 +99,31 @@ async def authorize_decision(
     return with_cookies(_client_redirect(result, after_post=True), response)
 
 
+async def _form_pairs(request: Request) -> list[tuple[str, str]]:
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    # RFC 6749 3.2 (and RFC 7009 2.1): form-encoded parameters only; anything else reads as none.
+    if content_type != "application/x-www-form-urlencoded":
+        return []
+    form = await request.form()
+    return [(key, value) for key, value in form.multi_items() if isinstance(value, str)]
+
+
 @router.post("/oauth/token")
 async def token_endpoint(request: Request, db: SessionDep, settings: SettingsDep) -> Response:
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    # RFC 6749 3.2: form-encoded parameters only; anything else reads as no parameters.
-    pairs = []
-    if content_type == "application/x-www-form-urlencoded":
-        form = await request.form()
-        pairs = [(key, value) for key, value in form.multi_items() if isinstance(value, str)]
+    pairs = await _form_pairs(request)
     exchange = await run_in_threadpool(exchange_token, db, settings, pairs, request.headers)
+    return await _token_reply(request, exchange)
+
+
+@router.post("/oauth/revoke")
+async def revocation_endpoint(request: Request, db: SessionDep, settings: SettingsDep) -> Response:
+    """RFC 7009: an integration revokes a token it holds (and with it the grant it came from)."""
+    pairs = await _form_pairs(request)
+    revocation = await run_in_threadpool(revoke_token_request, db, settings, pairs, request.headers)
+    return await _token_reply(request, revocation)
+
+
+async def _token_reply(request: Request, exchange: TokenExchange) -> Response:
     reply = exchange.reply
     headers = {key: value for key, value in reply.headers if key.lower() != "content-type"}
     answer = JSONResponse(reply.body, status_code=reply.status, headers=headers)

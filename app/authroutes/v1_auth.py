@@ -257,13 +257,18 @@ async def signup(
     request: Request, response: Response, body: JsonBody, db: SessionDep, settings: SettingsDep
 ) -> UserOut:
     if not settings.auth_signup_enabled:
-        raise DomainError(403, "Sign-up is closed on this server.", code="signup_disabled")
+        raise DomainError(
+            403,
+            "Sign-up is closed on this server (TIDINGS_AUTH_SIGNUP_ENABLED=true opens it).",
+            code="signup_disabled",
+        )
     data = validate(SignupInput, body)
     new_user = SignUpRequest(
         email=data.email,
         password=data.password,
         name=data.name or data.email.split("@")[0][:191] or data.email,
         username=data.username,
+        plan=settings.signup_plan,
     )
     try:
         signed_in = await run_in_threadpool(

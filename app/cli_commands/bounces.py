@@ -12,11 +12,10 @@ import sys
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.cli import bounces_cli
-from app.config import Settings
+from app.config import SettingsError, load_settings
 
 EX_OK = 0
 EX_TEMPFAIL = 75
@@ -45,9 +44,9 @@ def bounces_ingest(
     while sys.stdin.buffer.read(1 << 16):  # the rest is not read, but taken: the writer must not block
         pass
     try:
-        settings = Settings()
+        settings = load_settings()
         tokens = MailTokens(settings.resolved_secret_key)
-    except (ValidationError, ValueError, OSError) as exc:
+    except (SettingsError, ValueError, OSError) as exc:
         typer.echo(f"error: unusable settings: {exc}", err=True)
         raise typer.Exit(EX_CONFIG) from exc
     rule = BounceRule.from_settings(settings)

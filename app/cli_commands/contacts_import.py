@@ -18,8 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.cli import contacts_cli, fail, migrate
-from app.config import Settings
+from app.cli import cli_settings, contacts_cli, fail, migrate
 from app.db import create_db_engine, make_session_factory, transaction
 from app.kit.errors import DomainError
 
@@ -127,7 +126,7 @@ def contacts_import(
 
     if not file.is_file():
         raise fail(f"no such file: {file}")
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
     lists = list(list_id or [])
     try:

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import cli, fail, migrate, with_session
+from app.cli import cli, cli_settings, fail, migrate, with_session
 from app.cli_commands.output import print_table, when
-from app.config import Settings
 
 if TYPE_CHECKING:
     from app.mail.dkim_service import KeyRecord
@@ -44,7 +43,7 @@ def dkim_create(
     from app.kit.time import utcnow
     from app.mail.dkim_service import create_key
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
     try:
         secret = settings.resolved_secret_key
@@ -83,7 +82,7 @@ def dkim_list(
     """Every key: domain, selector, algorithm, whether it signs (or waits as a standby), created."""
     from app.mail.dkim_service import list_keys
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
     records = with_session(settings, lambda s: list_keys(s, domain))
     rows: list[list[object]] = [
@@ -105,7 +104,7 @@ def dkim_show(domain: DomainOption) -> None:
     """The DNS TXT records of a domain's keys, as `dkim create` printed them."""
     from app.mail.dkim_service import list_keys
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
     records = with_session(settings, lambda s: list_keys(s, domain))
     if not records:
@@ -124,7 +123,7 @@ def dkim_delete(
     """Delete a key: email of the domain is no longer signed with it (a standby key takes over)."""
     from app.mail.dkim_service import delete_key
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> KeyRecord:

@@ -7,9 +7,8 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import forms_cli, migrate, with_session
+from app.cli import cli_settings, forms_cli, migrate, note_assumed_base_url, with_session
 from app.cli_commands.output import print_table, when
-from app.config import Settings
 from app.identity.accounts import user_by_email
 
 
@@ -18,7 +17,7 @@ def forms_list(email: Annotated[str, typer.Option(help="The account owner's emai
     """The account's hosted sign-up forms: id, title, the lists they subscribe to and their public URL."""
     from app.mail.form_service import account_forms
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
     base = settings.base_url.rstrip("/")
 
@@ -30,3 +29,5 @@ def forms_list(email: Annotated[str, typer.Option(help="The account owner's emai
 
     rows = with_session(settings, work)
     print_table(["ID", "TITLE", "LISTS", "CREATED", "URL"], rows, empty="no forms")
+    if rows:
+        note_assumed_base_url(settings)

@@ -8,9 +8,8 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import cli, migrate, with_session
+from app.cli import cli, cli_settings, migrate, with_session
 from app.cli_commands.output import print_table, when
-from app.config import Settings
 from app.identity.accounts import user_by_email
 
 lists_cli = typer.Typer(no_args_is_help=True, help="Contact lists.")
@@ -25,7 +24,7 @@ def lists_create(
     """Make a contact list; prints its id."""
     from app.mail.list_service import make_list
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> int:
@@ -40,7 +39,7 @@ def lists_list(email: Annotated[str, typer.Option(help="The account owner's emai
     """The account's lists: id, name, contacts on it and when it was made."""
     from app.mail.list_service import account_lists
 
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
     lists = with_session(
         settings, lambda session: account_lists(session, user_by_email(session, email).account_id)

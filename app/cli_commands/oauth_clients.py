@@ -7,16 +7,15 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import migrate, oauth_clients_cli, with_session
+from app.cli import cli_settings, migrate, oauth_clients_cli, with_session
 from app.cli_commands.output import print_table, when
-from app.config import Settings
 from app.identity.oauth.clients import clients_with_owners, delete_client
 
 
 @oauth_clients_cli.command("list")
 def oauth_clients_list() -> None:
     """Every registered client: client_id, name, owner, whether it has a secret, redirect URIs."""
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> list[list[object]]:
@@ -41,7 +40,7 @@ def oauth_clients_delete(
     client_id: Annotated[str, typer.Argument(help="The client's client_id (see `oauth-clients list`)")],
 ) -> None:
     """Delete a client with its codes and tokens: the integrations using it stop working."""
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> str:

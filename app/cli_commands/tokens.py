@@ -7,9 +7,8 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import migrate, tokens_cli, with_session
+from app.cli import cli_settings, migrate, tokens_cli, with_session
 from app.cli_commands.output import print_table, when
-from app.config import Settings
 from app.identity.accounts import user_by_email
 from app.identity.tokens import live_tokens_with_owners, revoke_token_by_id
 
@@ -19,7 +18,7 @@ def tokens_list(
     email: Annotated[str | None, typer.Option(help="Only this user's tokens")] = None,
 ) -> None:
     """The tokens that still work: id, owner, name, the token's first characters, when made and last used."""
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> list[list[object]]:
@@ -45,7 +44,7 @@ def tokens_revoke(
     token_id: Annotated[int, typer.Argument(help="The token's id (see `tokens list`)")],
 ) -> None:
     """Revoke a token: it stops working within a second on every server."""
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> str:

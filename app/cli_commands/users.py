@@ -8,9 +8,8 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import fail, migrate, users_cli, with_session
+from app.cli import cli_settings, fail, migrate, users_cli, with_session
 from app.cli_commands.output import print_table, when, yes_no
-from app.config import Settings
 from app.identity.accounts import (
     check_password,
     create_user,
@@ -77,7 +76,7 @@ def users_create(
         password = read_password(from_stdin=False)
     if password is not None:
         _check(password)
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> int:
@@ -108,7 +107,7 @@ def users_create(
 @users_cli.command("list")
 def users_list() -> None:
     """Every user with their account's plan, contacts held and limits."""
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
     users = with_session(settings, user_summaries)
     print_table(
@@ -165,7 +164,7 @@ def users_update(
             "nothing to change: give --plan, --contact-limit, --daily-send-limit, "
             "--default-daily-send-limit, --staff or --no-staff"
         )
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
 
     def work(session: Session) -> str:
@@ -197,7 +196,7 @@ def users_set_password(
     everywhere. Their API tokens keep working."""
     password = read_password(from_stdin=password_stdin)
     _check(password)
-    settings = Settings()
+    settings = cli_settings()
     migrate(settings)
     ended = with_session(
         settings, lambda session: set_user_password(session, user_by_email(session, email), password)

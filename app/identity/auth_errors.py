@@ -44,7 +44,10 @@ MESSAGES: dict[AuthCode, str] = {
     AuthCode.USERNAME_TOO_LONG: "Username is too long",
     AuthCode.INVALID_USERNAME: "Username is invalid",
     AuthCode.USERNAME_IS_IMMUTABLE: "Username cannot be updated",
-    AuthCode.EMAIL_PASSWORD_SIGN_UP_DISABLED: "Email and password sign up is not enabled",
+    # better-auth's words, then the setting that opens sign-up, for the operator reading them.
+    AuthCode.EMAIL_PASSWORD_SIGN_UP_DISABLED: (
+        "Email and password sign up is not enabled (TIDINGS_AUTH_SIGNUP_ENABLED=true opens it)"
+    ),
     AuthCode.INVALID_EMAIL: "Invalid email",
     AuthCode.INVALID_PASSWORD: "Invalid password",
     AuthCode.PASSWORD_TOO_SHORT: "Password too short",

@@ -71,7 +71,12 @@ MailUser = Annotated[Principal, Depends(current_mail_user)]
 def require_paid_plan(principal: Principal) -> None:
     """What the email API's routes (and the console's pages over the same services) ask of the plan."""
     if principal.account.plan not in PAID_PLANS:
-        raise DomainError(403, "API access requires a paid plan (lifetime or empire).", code="forbidden")
+        raise DomainError(
+            403,
+            "API access requires a paid plan (lifetime or empire): the server's operator grants one with "
+            f"`tidings users update {principal.user.email} --plan empire`.",
+            code="forbidden",
+        )
 
 
 async def current_paid_mail_user(principal: MailUser) -> Principal:

@@ -15,9 +15,6 @@ from app.identity.passwords import password_problem
 from app.identity.sessions import SignedIn, start_session
 from app.models import User
 
-# Accounts made by sign-up start on the free plan: the operator grants API access (a paid plan).
-SIGN_UP_PLAN = "free"
-
 
 @dataclass(frozen=True)
 class SignUpRequest:
@@ -27,6 +24,8 @@ class SignUpRequest:
     username: str | None = None
     display_username: str | None = None
     image: str | None = None
+    # The operator's TIDINGS_SIGNUP_PLAN.
+    plan: str = "free"
 
 
 def check_new_username(db: Session, username: str) -> str:
@@ -64,7 +63,7 @@ def sign_up(db: Session, request: SignUpRequest) -> User:
                 username=username,
                 display_username=request.display_username or username,
                 password=request.password,
-                plan=SIGN_UP_PLAN,
+                plan=request.plan,
                 image=request.image,
             )
     except IntegrityError as exc:

@@ -100,6 +100,11 @@ def parse_ip(host: str) -> IPAddress | None:
         return None
 
 
+# Said with every refusal of a non-public address: the operator's way to allow one (a feed or webhook
+# on their own network), so the person refused knows what to ask for.
+ALLOW_PRIVATE_HINT = "; the server's operator allows such addresses with TIDINGS_OUTBOUND_ALLOW_PRIVATE=true"
+
+
 def literal_host_problem(url: str, *, allow_private: bool) -> str | None:
     """What is wrong with `url` before any DNS lookup (scheme, host, a literal non-public address,
     `localhost`), or None. For validating input; the request itself checks again after resolving."""
@@ -118,10 +123,10 @@ def literal_host_problem(url: str, *, allow_private: bool) -> str | None:
         return None
     ip = parse_ip(host)
     if ip is not None and not is_public_address(ip):
-        return f"points to a non-public address ({ip})"
+        return f"points to a non-public address ({ip}){ALLOW_PRIVATE_HINT}"
     lowered = host.lower().rstrip(".")
     if lowered == "localhost" or lowered.endswith(".localhost"):
-        return "points to a non-public address (localhost)"
+        return f"points to a non-public address (localhost){ALLOW_PRIVATE_HINT}"
     return None
 
 
@@ -163,7 +168,9 @@ class GuardedResolver(AbstractResolver):
             # refused, even if the public one would be tried first (the order is the resolver's choice).
             blocked = [ip for ip in candidates if not is_public_address(ip)]
             if blocked:
-                raise BlockedDestination(f"{host} resolves to a non-public address ({blocked[0]})")
+                raise BlockedDestination(
+                    f"{host} resolves to a non-public address ({blocked[0]}){ALLOW_PRIVATE_HINT}"
+                )
         return [
             {
                 "hostname": host,

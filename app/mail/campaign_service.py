@@ -64,6 +64,8 @@ def campaign_views(session: Session, campaigns: list[Campaign]) -> list[dict[str
             "updated_at": c.updated_at,
             "sent_count": totals[c.id].sent,
             "send_warning": c.send_warning,
+            "last_delivery_error": c.last_delivery_error,
+            "last_delivery_error_at": c.last_delivery_error_at,
             **totals[c.id].wire(c),
         }
         for c in campaigns

@@ -45,11 +45,17 @@ class RowProblem:
 def read_csv_rows(path: Path) -> Iterator[CsvRow]:
     """The file's records, blank lines skipped; column names compare trimmed and lowercase.
 
-    DomainError(400) when the header has no email column, the file is not UTF-8 or not CSV.
+    DomainError(400) when the header has no email column, the file is not UTF-8 or not CSV, or a quote
+    is not closed where it should be. The CSV is read strictly: a quote left open to the end of the file,
+    or text after a closing quote, is an error naming the line where the quoted field opened, never a
+    field that silently swallows the rows after it. A quoted field of another column may hold line breaks
+    (a postal address, a note); one of the columns imported (email, names) may not, as no contact's
+    does: there a line break means a quote opened by mistake.
     """
+    end = 0  # the last line of the record read last
     try:
         with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle)
+            reader = csv.reader(handle, strict=True)
             header = next(reader, None)
             columns = [name.strip().lower() for name in header or []]
             if EMAIL_COLUMN not in columns:
@@ -59,12 +65,43 @@ def read_csv_rows(path: Path) -> Iterator[CsvRow]:
                 start, end = end + 1, reader.line_num
                 if not record:
                     continue
+                if end > start:
+                    refuse_line_breaks(path, columns, record, start, end)
                 values = {name: value.strip() for name, value in zip(columns, record, strict=False)}
                 yield CsvRow(start, values)
     except UnicodeDecodeError as exc:
         raise DomainError(400, f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     except csv.Error as exc:
-        raise DomainError(400, f"{path} is not valid CSV: {exc}") from exc
+        raise DomainError(400, csv_error_message(path, exc, end + 1)) from exc
+
+
+IMPORTED_COLUMNS = (EMAIL_COLUMN, *NAME_COLUMNS)
+QUOTE_ADVICE = 'close the quote, or write a quote inside a quoted field twice ("Ada ""the"" Lovelace")'
+
+
+def csv_error_message(path: Path, exc: csv.Error, start: int) -> str:
+    """The csv module's complaint, said as where the record (and so the open quote) starts."""
+    if "unexpected end of data" in str(exc):
+        return (
+            f"{path}: the quote opened on line {start} is never closed (it runs to the end of the file); "
+            f"nothing was imported: {QUOTE_ADVICE}"
+        )
+    return f"{path} is not valid CSV in the record starting on line {start} ({exc}); {QUOTE_ADVICE}"
+
+
+def refuse_line_breaks(path: Path, columns: list[str], record: list[str], start: int, end: int) -> None:
+    """DomainError(400) when an imported column of a record that spans lines start..end holds a line
+    break: the quote that opened it, on the line named, was not closed where the field should end."""
+    line = start
+    for name, value in zip(columns, record, strict=False):
+        if name in IMPORTED_COLUMNS and ("\n" in value or "\r" in value):
+            raise DomainError(
+                400,
+                f"{path}: the {name} field quoted on line {line} runs over {end - line + 1} lines "
+                f"(to line {end}), so its quote is not closed where it should be; an email or a name "
+                f"holds no line break. Nothing was imported: {QUOTE_ADVICE}",
+            )
+        line += value.count("\n") or value.count("\r")
 
 
 def count_csv_rows(path: Path) -> int:

@@ -100,6 +100,17 @@ class CampaignOut(Out):
             "worker found it (its From domain has no DKIM key: sent unsigned, or refused in production)."
         ),
     ] = None
+    last_delivery_error: Annotated[
+        str | None,
+        Field(
+            description="Beyond SendFox: the last error one of its emails met on the way to the mail "
+            "server (a refused connection, the relay's 4xx or 5xx reply; not a recipient's bounce), "
+            "kept after later emails go out; null while none has."
+        ),
+    ] = None
+    last_delivery_error_at: Annotated[
+        OptionalTimestamp, Field(description="Beyond SendFox: when last_delivery_error happened.")
+    ] = None
 
 
 class CampaignCheckFindingOut(BaseModel):

@@ -49,6 +49,11 @@ class Campaign(Timestamped, Base):
     # Set for a campaign a watch's `email` action made: the key of the runs it carries (unique), so a
     # retry of those runs finds it instead of making another (app/mail/newsletter_service.py).
     source_key: Mapped[str | None] = mapped_column(String(64), default=None)
+    # The last error the relay (or the outbox) gave one of its emails, and when: written only when a
+    # send fails or is put off for a retry, never on the path of a sent email; bounces are the
+    # recipients' and are counted, not kept here.
+    last_delivery_error: Mapped[str | None] = mapped_column(Text, default=None)
+    last_delivery_error_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class CampaignList(Base):

@@ -63,7 +63,7 @@ def test_better_auths_client_works_against_tidings(
     assert report["signUp"]["error"] == {
         "status": 400,
         "code": "EMAIL_PASSWORD_SIGN_UP_DISABLED",
-        "message": "Email and password sign up is not enabled",
+        "message": "Email and password sign up is not enabled (TIDINGS_AUTH_SIGNUP_ENABLED=true opens it)",
     }
     # sign-in/username: a wrong password sets no cookie; the right one does.
     assert report["signInWrong"]["error"]["status"] == 401

@@ -434,3 +434,106 @@ def test_the_oauth_pages_escape_the_client_name_and_the_request_parameters(
     assert f"<h1>Allow {ESCAPED} to use your Tidings account?</h1>" in consent.text
     assert f'<input type="hidden" name="state" value="{ESCAPED}">' in consent.text
     assert "<b>x</b>" not in sign_in_page.text + consent.text
+
+
+def connect(browser: TestClient, client: Client) -> dict[str, Any]:
+    """The person (signed in on `browser`) lets the client in; returns the client's token answer."""
+    challenge = pkce()
+    code = approve(browser, authorize_query(client, challenge))
+    answer = exchange(TestClient(browser.app), client, code, challenge.verifier)
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
+
+
+def works(http: TestClient, access_token: str) -> bool:
+    return http.get("/me", headers={"Authorization": f"Bearer {access_token}"}).status_code == 200
+
+
+def test_the_tokens_page_lists_connected_apps_and_revoke_disconnects_one(
+    auth_client: TestClient, make_oauth_client: Callable[..., Client], member: Person
+) -> None:
+    """The consent page says access lasts "until you revoke it": this is where the person does."""
+    zap, other = make_oauth_client(), make_oauth_client(name="Other app")
+    sign_in(auth_client, member)
+    page = auth_client.get("/account/tokens")
+    assert "You have not connected any app." in page.text
+    zap_token, other_token = connect(auth_client, zap), connect(auth_client, other)
+    http = TestClient(auth_client.app)
+    refreshed = http.post(
+        "/oauth/token",
+        data={"grant_type": "refresh_token", "refresh_token": zap_token["refresh_token"]},
+        auth=(zap.client_id, zap.secret or ""),
+    ).json()
+    page = auth_client.get("/account/tokens")
+    assert "Zap &lt;Integration&gt;" in page.text and "Other app" in page.text
+    action = f'action="/account/tokens/apps/{zap.client_id}/revoke"'
+    assert page.text.count(action) == 1  # once, whatever the refreshes
+    # A cookie form: another site's page cannot post it.
+    path = f"/account/tokens/apps/{zap.client_id}/revoke"
+    forged = auth_client.post(path, headers={"Origin": "https://evil.example"})
+    assert forged.status_code == 403
+    assert works(http, refreshed["access_token"])
+    revoked = auth_client.post(path, headers=SAME_ORIGIN)
+    assert revoked.status_code == 303 and revoked.headers["location"] == "/account/tokens"
+    assert not works(http, refreshed["access_token"])
+    again = http.post(
+        "/oauth/token",
+        data={"grant_type": "refresh_token", "refresh_token": refreshed["refresh_token"]},
+        auth=(zap.client_id, zap.secret or ""),
+    )
+    assert again.status_code == 400
+    assert works(http, other_token["access_token"])  # the other app stays connected
+    page = auth_client.get("/account/tokens")
+    assert "Zap &lt;Integration&gt;" not in page.text and "Other app" in page.text
+    # Nothing left to revoke, or an app of nobody: 404, nothing changes.
+    assert auth_client.post(path, headers=SAME_ORIGIN).status_code == 404
+    assert auth_client.post("/account/tokens/apps/no-such-app/revoke", headers=SAME_ORIGIN).status_code == 404
+
+
+def test_an_integration_revokes_its_token_by_rfc_7009(
+    auth_client: TestClient, make_oauth_client: Callable[..., Client], member: Person
+) -> None:
+    confidential, public = make_oauth_client(), make_oauth_client(name="Phone app", public=True)
+    sign_in(auth_client, member)
+    http = TestClient(auth_client.app)
+    # A confidential client authenticates as at the token endpoint; revoking the refresh token revokes
+    # the access token of the same grant too.
+    token = connect(auth_client, confidential)
+    basic = (confidential.client_id, confidential.secret or "")
+    answer = http.post(
+        "/oauth/revoke",
+        data={"token": token["refresh_token"], "token_type_hint": "refresh_token"},
+        auth=basic,
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {} and answer.headers["cache-control"] == "no-store"
+    assert not works(http, token["access_token"])
+    # Revoked already, or never issued: 200 all the same (RFC 7009 2.2).
+    assert http.post("/oauth/revoke", data={"token": token["access_token"]}, auth=basic).status_code == 200
+    assert http.post("/oauth/revoke", data={"token": "tdo_nonsense"}, auth=basic).status_code == 200
+    # A public client names itself; an access token given up takes its grant's refresh token along.
+    phone = connect(auth_client, public)
+    mine = http.post("/oauth/revoke", data={"token": phone["access_token"], "client_id": public.client_id})
+    assert mine.status_code == 200, mine.text
+    refreshed = http.post(
+        "/oauth/token",
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": phone["refresh_token"],
+            "client_id": public.client_id,
+        },
+    )
+    assert refreshed.status_code == 400
+    # A client cannot revoke another's token, a wrong secret is 401, no token is 400.
+    other = connect(auth_client, confidential)
+    theirs = http.post("/oauth/revoke", data={"token": other["access_token"], "client_id": public.client_id})
+    assert theirs.status_code == 400 and theirs.json()["error"] == "invalid_grant"
+    assert works(http, other["access_token"])
+    wrong = http.post(
+        "/oauth/revoke", data={"token": other["access_token"]}, auth=(confidential.client_id, "x")
+    )
+    assert wrong.status_code == 401
+    assert http.post("/oauth/revoke", data={}, auth=basic).json()["error"] == "invalid_request"
+    assert http.post("/oauth/revoke", json={"token": other["access_token"]}, auth=basic).status_code == 400
+    assert works(http, other["access_token"])

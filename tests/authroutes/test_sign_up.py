@@ -23,7 +23,10 @@ GOOD = {
     "name": "New Person",
     "username": "New_P",
 }
-DISABLED = {"code": "EMAIL_PASSWORD_SIGN_UP_DISABLED", "message": "Email and password sign up is not enabled"}
+DISABLED = {
+    "code": "EMAIL_PASSWORD_SIGN_UP_DISABLED",
+    "message": "Email and password sign up is not enabled (TIDINGS_AUTH_SIGNUP_ENABLED=true opens it)",
+}
 
 
 @pytest.mark.parametrize(
@@ -81,6 +84,18 @@ def test_open_sign_up_creates_the_user_and_signs_them_in(open_client: TestClient
     session = open_client.get("/api/auth/get-session").json()
     assert session["session"]["token"] == body["token"]
     assert session["user"]["id"] == str(user.id)
+
+
+@pytest.mark.parametrize("path", [URL, "/v1/auth/signup"])
+def test_the_operator_chooses_the_plan_sign_up_gives(
+    make_client: Callable[..., TestClient], db: Session, path: str
+) -> None:
+    # TIDINGS_SIGNUP_PLAN=empire: a server whose people may all use the email API from their first call.
+    client = make_client(auth_signup_enabled=True, signup_plan="empire")
+    response = client.post(path, json=GOOD)
+    assert response.status_code in (200, 201), response.text
+    user = db.scalars(select(User).where(User.email_key == "new.person@example.com")).one()
+    assert db.get_one(Account, user.account_id).plan == "empire"
 
 
 def test_open_sign_up_takes_a_form_body_and_a_display_username(open_client: TestClient) -> None:

@@ -227,4 +227,5 @@ def test_private_destinations_are_refused_at_write_time_when_not_allowed(
             headers=api_user.headers,
         )
         assert response.status_code == 400, url
-        assert "non-public" in response.json()["detail"]["sources[0].spec.url"][0]
+        [problem] = response.json()["detail"]["sources[0].spec.url"]
+        assert "non-public" in problem and "TIDINGS_OUTBOUND_ALLOW_PRIVATE=true" in problem

@@ -21,7 +21,11 @@ from app.models import Account, Contact, ContactList, PersonalToken, User
 from tests.conftest import ApiUser
 
 UNAUTHENTICATED = {"message": "Unauthenticated."}
-PAID_PLAN_REQUIRED = {"message": "API access requires a paid plan (lifetime or empire)."}
+# The 403 names the command that changes the plan, for the caller's own email.
+PAID_PLAN_REQUIRED = (
+    "API access requires a paid plan (lifetime or empire): the server's operator grants one with "
+    "`tidings users update {email} --plan empire`."
+)
 
 # Every route of the email API, with ids that need not exist: access is decided before the lookup.
 ROUTES = [
@@ -216,7 +220,7 @@ def test_free_plan_gets_403_everywhere_else(
     free = make_user(plan="free")
     response = call(client, method, path, free.headers)
     assert response.status_code == 403
-    assert response.json() == PAID_PLAN_REQUIRED
+    assert response.json() == {"message": PAID_PLAN_REQUIRED.format(email=free.email)}
 
 
 def test_free_plan_writes_change_nothing(client: TestClient, make_user: Any, db: Session) -> None:

@@ -139,6 +139,7 @@ def test_signup_is_closed_by_default(auth_client: TestClient, db: Session) -> No
     )
     assert response.status_code == 403
     assert response.json()["error"] == "signup_disabled"
+    assert "TIDINGS_AUTH_SIGNUP_ENABLED=true" in response.json()["detail"]
     assert db.scalar(select(User).where(User.email == "new@example.com")) is None
 
 

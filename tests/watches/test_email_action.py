@@ -134,7 +134,13 @@ def test_rss_to_email_digest_sends_the_posts_the_filter_kept_with_click_tracking
 
 
 def test_draft_mode_leaves_a_draft_campaign_in_the_email_api(
-    client: TestClient, api_user: ApiUser, upstream: Upstream, poll: Poll, drain: Drain, sender: Sender
+    client: TestClient,
+    api_user: ApiUser,
+    upstream: Upstream,
+    poll: Poll,
+    drain: Drain,
+    sender: Sender,
+    smtp_sink: SmtpSink,
 ) -> None:
     list_id = email_list(client, api_user, "ann@example.com")
     template = (
@@ -163,6 +169,11 @@ def test_draft_mode_leaves_a_draft_campaign_in_the_email_api(
     sent = client.post(f"/campaigns/{draft['id']}/send", headers=api_user.headers)
     assert sent.status_code == 200, sent.text
     assert sender.drain() == 1
+    # Sent, the item's braces read as braces in both parts: neither names the recipient's address.
+    [received] = smtp_sink.received
+    assert "Draft me &amp; &#123;&#123; email &#125;&#125;" in received.part("html")
+    assert "Draft me & {{ email }}" in received.part("plain")
+    assert "Draft me & ann@example.com" not in received.part("plain")
 
 
 def test_an_instant_email_waits_its_spacing_and_folds_the_flood_into_the_next_campaign(

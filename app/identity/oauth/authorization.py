@@ -10,11 +10,17 @@ from authlib.oauth2 import OAuth2Error
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.identity.oauth.server import OAuthReply, ParameterRequest, TidingsAuthorizationServer
+from app.identity.oauth.server import (
+    OAuthReply,
+    ParameterRequest,
+    TidingsAuthorizationServer,
+    TokenRevocation,
+)
 from app.models import User
 
 AUTHORIZE_PATH = "/oauth/authorize"
 TOKEN_PATH = "/oauth/token"
+REVOKE_PATH = "/oauth/revoke"
 # What the consent form carries back; anything else in the query string is dropped.
 AUTHORIZE_PARAMETERS = (
     "response_type",
@@ -118,5 +124,21 @@ def exchange_token(
         reply = server.handle_error_response(None, error)
     except ValueError:
         # A Basic header that is not base64 of UTF-8, or text Authlib will not quote in an error.
+        reply = OAuthReply(400, {"error": "invalid_request"})
+    return TokenExchange(reply, server.revoked_account_ids)
+
+
+def revoke_token_request(
+    db: Session, settings: Settings, pairs: Sequence[tuple[str, str]], headers: Mapping[str, str]
+) -> TokenExchange:
+    """RFC 7009's revocation request: the client authenticated as at the token endpoint, the token
+    revoked with its grant (TokenRevocation)."""
+    server = TidingsAuthorizationServer(db)
+    try:
+        request = _request(settings, "POST", REVOKE_PATH, pairs, headers)
+        reply: OAuthReply = server.create_endpoint_response(TokenRevocation.ENDPOINT_NAME, request)
+    except OAuth2Error as error:
+        reply = server.handle_error_response(None, error)
+    except ValueError:
         reply = OAuthReply(400, {"error": "invalid_request"})
     return TokenExchange(reply, server.revoked_account_ids)

@@ -24,8 +24,9 @@ from authlib.oauth2.rfc6749 import (
 )
 from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
+from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from app.identity.oauth.clients import MAIL_SCOPE, RegisteredClient, find_client
@@ -158,6 +159,7 @@ class TidingsAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         )
         self.register_grant(CodeGrant, [RequiredS256Challenge()])
         self.register_grant(RotatingRefreshGrant)
+        self.register_endpoint(TokenRevocation)
 
     def note_revoked(self, user_ids: list[int]) -> None:
         if user_ids:
@@ -290,4 +292,31 @@ class RotatingRefreshGrant(RefreshTokenGrant):  # type: ignore[misc]
     def revoke_old_credential(self, refresh_token: IssuedToken) -> None:
         refresh_token.row.revoked_at = utcnow()
         self.server.note_revoked([refresh_token.row.user_id])
+        self.server.db.flush()
+
+
+class TokenRevocation(RevocationEndpoint):  # type: ignore[misc]
+    """RFC 7009 (POST /oauth/revoke): an integration gives up an access or refresh token it holds. The
+    whole grant goes with it, every token refreshed from the same authorization: revoking a refresh
+    token SHOULD revoke its access tokens (2.1), and a grant whose token its app gave up is of no use to
+    anyone else. A token unknown, or already revoked, is answered 200 all the same (2.2)."""
+
+    CLIENT_AUTH_METHODS = TOKEN_ENDPOINT_AUTH_METHODS
+    server: TidingsAuthorizationServer
+
+    def query_token(self, token_string: str, token_type_hint: str | None) -> IssuedToken | None:
+        # The hint only says where to look first (2.1): both columns are looked in, by one lookup.
+        digest = hash_token(token_string)
+        row = self.server.db.scalars(
+            select(OAuthToken).where(
+                or_(OAuthToken.access_token_hash == digest, OAuthToken.refresh_token_hash == digest)
+            )
+        ).first()
+        return IssuedToken(row) if row is not None else None
+
+    def revoke_token(self, token: IssuedToken, request: ParameterRequest) -> None:
+        row = token.row
+        if row.revoked_at is None:
+            row.revoked_at = utcnow()
+        self.server.note_revoked([row.user_id, *revoke_chain(self.server.db, row.authorization_code_id)])
         self.server.db.flush()

@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 ANALYZE_AFTER_FAN_OUT = 5000
 # Retries of an SMTP 4xx: 1, 2, 4 ... minutes, capped at an hour; given up after this many attempts.
 MAX_ATTEMPTS = 8
+# A campaign's last delivery error is kept to this length (a relay's reply can be long).
+LAST_ERROR_CHARACTERS = 500
 RETRY_BASE = timedelta(minutes=1)
 RETRY_CAP = timedelta(hours=1)
 
@@ -487,6 +489,7 @@ def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime
             "updated_at": now,
         },
     )
+    note_delivery_errors(session, [*retries, *[o for o in failed if o.result == SendResult.FAILED]], now)
     bounced_contacts = [o.contact_id for o in outcomes if o.result == SendResult.BOUNCED]
     if bounced_contacts:
         session.execute(
@@ -508,6 +511,24 @@ def _record_blocked_outcomes(
     refused = [Refusal(o.deliverable_id, o.error) for o in failed if o.result == SendResult.BLOCKED]
     if refused:
         stop_bouncing_campaigns(session, record_blocked(session, refused, now), now, rule)
+
+
+def note_delivery_errors(session: Session, troubled: Sequence[Outcome], now: datetime) -> None:
+    """Each campaign keeps the last error its emails met (a refused connection, a relay's 4xx or 5xx),
+    so its view says why it is not getting out. Only failures and retries come here: a sent email
+    costs nothing more."""
+    last_of: dict[int, str] = {}
+    for outcome in troubled:
+        last_of[outcome.campaign_id] = (outcome.error or "unknown error")[:LAST_ERROR_CHARACTERS]
+    if last_of:
+        # An ORM bulk UPDATE by primary key: one statement, run for each campaign.
+        session.execute(
+            update(Campaign),
+            [
+                {"id": campaign_id, "last_delivery_error": error, "last_delivery_error_at": now}
+                for campaign_id, error in last_of.items()
+            ],
+        )
 
 
 def _still_held(lease_until: datetime | None) -> ColumnElement[bool]:

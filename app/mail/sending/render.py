@@ -40,6 +40,14 @@ BODY_END = re.compile(r"</body\s*>", re.IGNORECASE)
 # Markers the compiler leaves in the html and text while it cuts them into pieces; NUL never survives
 # the API's input checks, so an author cannot write one.
 MARKER = re.compile(r"\x00(L\d+|P|U)\x00")
+# A brace the html writes as a character reference (`&#123;`, `&#x7D;`, `&lcub;`) is text, never half of
+# a merge tag: the watch `email` action writes an item's braces so. The compiler swaps each for a
+# NUL-led stand-in before anything decodes the html (the text part, a link's URL), and puts the brace
+# back in the literal pieces once the merge tags are found.
+BRACE_REFERENCE = re.compile(
+    r"&(?:#0*(?:123|125)(?![0-9])|#[xX]0*(?:7[bBdD])(?![0-9a-fA-F]));?|&(?:lcub|lbrace|rcub|rbrace);"
+)
+BRACE_STAND_INS = {"{": "\x00[", "}": "\x00]"}
 UNSUBSCRIBE_TAG = "unsubscribe_url"
 UNSAFE_SCHEMES = ("javascript:", "vbscript:", "data:")
 CRLF = "\r\n"
@@ -184,7 +192,7 @@ def compile_campaign(
 
     def take_href(match: re.Match[str]) -> str:
         prefix, quote_char, raw = match.group(1), match.group(2), match.group(3)
-        url = html.unescape(raw).strip()
+        url = html.unescape(_brace_references_kept(raw)).strip()
         lowered = url.lower()
         if lowered.startswith(UNSAFE_SCHEMES):
             return f"{prefix}{quote_char}#{quote_char}"
@@ -197,7 +205,7 @@ def compile_campaign(
     has_unsubscribe = any(
         match.group(1).strip().lower() == UNSUBSCRIBE_TAG for match in MERGE_TAG.finditer(html_source)
     )
-    text = html_to_text(body)
+    text = html_to_text(_brace_references_kept(body))
     if not has_unsubscribe:
         footer = '<p style="font-size:12px;color:#666"><a href="\x00U\x00">Unsubscribe</a></p>'
         body = _before_body_end(body, footer)
@@ -362,6 +370,22 @@ def _join_url(pieces: list[Piece], values: Mapping[str, str]) -> str:
     )
 
 
+def _brace_references_kept(source: str) -> str:
+    """The html with each brace written as a character reference replaced by its stand-in, which no
+    decoding turns into a brace (see BRACE_REFERENCE)."""
+    if "&" not in source:
+        return source
+    return BRACE_REFERENCE.sub(lambda match: BRACE_STAND_INS[html.unescape(match.group(0))], source)
+
+
+def _braces_back(literal: str) -> str:
+    if "\x00" not in literal:
+        return literal
+    for brace, stand_in in BRACE_STAND_INS.items():
+        literal = literal.replace(stand_in, brace)
+    return literal
+
+
 def _pieces(source: str) -> list[Piece]:
     """Cut a template into literal strings, merge tags and the compiler's markers."""
     pieces: list[Piece] = []
@@ -372,14 +396,14 @@ def _pieces(source: str) -> list[Piece]:
         position = 0
         for match in MERGE_TAG.finditer(literal_or_marker):
             if match.start() > position:
-                pieces.append(literal_or_marker[position : match.start()])
+                pieces.append(_braces_back(literal_or_marker[position : match.start()]))
             fallback = (match.group(2) or "").strip()
             if len(fallback) >= 2 and fallback[0] == fallback[-1] and fallback[0] in "\"'":
                 fallback = fallback[1:-1]
-            pieces.append(Tag(match.group(1).strip().lower(), fallback))
+            pieces.append(Tag(match.group(1).strip().lower(), _braces_back(fallback)))
             position = match.end()
         if position < len(literal_or_marker):
-            pieces.append(literal_or_marker[position:])
+            pieces.append(_braces_back(literal_or_marker[position:]))
     return pieces
 
 

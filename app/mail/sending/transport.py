@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import mailbox
+import os
 import re
 import socket
 import ssl
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -30,6 +32,8 @@ from app.mail.sending.smtp import (
 )
 
 RECONNECT_PAUSE_SECONDS = 5.0
+# How long the check at start waits for the relay to take a connection.
+RELAY_PROBE_SECONDS = 3.0
 TRUE_WORDS = {"1", "true", "yes", "on"}
 # Control characters, angle brackets and spaces cannot be in an envelope address (command injection).
 UNSAFE_ADDRESS = re.compile(r"[\x00-\x20\x7f<>]")
@@ -47,6 +51,65 @@ class PermanentFailure(Exception):
         super().__init__(message)
         self.bounce = bounce
         self.blocked = blocked
+
+
+@dataclass(frozen=True, slots=True)
+class SmtpRelay:
+    """Where TIDINGS_SMTP_URL points, read once: the settings check it at start (`Settings`) and the
+    transport connects with it, so both read the URL the same way."""
+
+    hostname: str
+    port: int
+    implicit_tls: bool
+    starttls: bool
+    verify_tls: bool
+    username: str | None
+    password: str | None
+
+    @classmethod
+    def from_url(cls, url: str) -> SmtpRelay:
+        """ValueError says what is wrong with the URL and what it may look like."""
+        allowed = "write it as smtp://user:pass@host:587?starttls=1 or smtps://user:pass@host:465"
+        parts = urlsplit(url)
+        if parts.scheme not in ("smtp", "smtps"):
+            raise ValueError(f"not an smtp:// or smtps:// URL; {allowed}")
+        if not parts.hostname:
+            raise ValueError(f"names no host; {allowed}")
+        try:
+            port = parts.port
+        except ValueError as exc:
+            raise ValueError(f"its port is not a number from 1 to 65535; {allowed}") from exc
+        query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+        implicit_tls = parts.scheme == "smtps"
+        return cls(
+            hostname=parts.hostname,
+            port=port or (465 if implicit_tls else 25),
+            implicit_tls=implicit_tls,
+            starttls=query.get("starttls", "").lower() in TRUE_WORDS,
+            verify_tls=query.get("verify", "1").lower() in TRUE_WORDS,
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+        )
+
+
+def network_reason(exc: BaseException) -> str:
+    """Why a connection failed, in the words an operator searches for ("Connection refused"), not
+    asyncio's ("[Errno 111] Connect call failed ('127.0.0.1', 25)")."""
+    if isinstance(exc, TimeoutError):
+        return "no answer (timed out)"
+    if isinstance(exc, OSError) and exc.errno:
+        return os.strerror(exc.errno)
+    return str(exc)
+
+
+def relay_problem(relay: SmtpRelay, timeout: float = RELAY_PROBE_SECONDS) -> str | None:
+    """Why the relay cannot be reached right now (a TCP connection tried and closed), or None when it
+    answers. Blocking: for the start of a process, before its event loop runs."""
+    try:
+        socket.create_connection((relay.hostname, relay.port), timeout=timeout).close()
+    except OSError as exc:
+        return network_reason(exc)
+    return None
 
 
 class Transport(Protocol):
@@ -87,17 +150,14 @@ class SmtpTransport:
     def __init__(
         self, url: str, size: int, *, timeout: float = SMTP_TIMEOUT_SECONDS, local_name: str | None = None
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
-            raise ValueError("TIDINGS_SMTP_URL must look like smtp://user:pass@host:port or smtps://...")
-        query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-        self.hostname = parts.hostname
-        self.implicit_tls = parts.scheme == "smtps"
-        self.port = parts.port or (465 if self.implicit_tls else 25)
-        self.starttls = query.get("starttls", "").lower() in TRUE_WORDS
-        self.username = unquote(parts.username) if parts.username else None
-        self.password = unquote(parts.password) if parts.password else None
-        self.verify_tls = query.get("verify", "1").lower() in TRUE_WORDS
+        relay = SmtpRelay.from_url(url)
+        self.hostname = relay.hostname
+        self.implicit_tls = relay.implicit_tls
+        self.port = relay.port
+        self.starttls = relay.starttls
+        self.username = relay.username
+        self.password = relay.password
+        self.verify_tls = relay.verify_tls
         self.size = max(1, size)
         self.timeout = timeout
         self._idle: list[SmtpConnection] = []
@@ -140,7 +200,8 @@ class SmtpTransport:
             # A refused connection, greeting, STARTTLS or login: the relay, not this email, is the
             # problem. Every email waiting for it is retried later rather than failed for good.
             self._down_until = loop.time() + RECONNECT_PAUSE_SECONDS
-            raise TemporaryFailure(f"smtp: cannot connect to {self.hostname}:{self.port}: {exc}") from exc
+            reason = network_reason(exc)
+            raise TemporaryFailure(f"smtp: cannot connect to {self.hostname}:{self.port}: {reason}") from exc
 
     async def send(self, sender: str, recipient: str, message: bytes) -> None:
         for address in (sender, recipient):

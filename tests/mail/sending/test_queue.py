@@ -12,15 +12,19 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 from time_machine import TimeMachineFixture
 
+from app.config import Settings
 from app.kit.time import utcnow
 from app.mail.sending.queue import MAX_ATTEMPTS, BounceRule, release_expired_leases
-from app.mail.sending.worker import SendWorker
+from app.mail.sending.tokens import MailTokens
+from app.mail.sending.transport import SmtpTransport
+from app.mail.sending.worker import SendConfig, SendWorker
 from app.models import Account, Campaign, Contact, Deliverable
 from tests.conftest import NOON
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
+from tests.processes import free_port
 
 
 def send_now(client: Any, headers: dict[str, str], campaign_id: int) -> None:
@@ -80,6 +84,30 @@ def test_temporary_failure_is_retried_later_and_sent_once(
     assert rows(db, campaign_id)["later@example.com"].state == "sent"
     assert len(smtp_sink.to("later@example.com")) == 1
     assert len(smtp_sink.to("ok@example.com")) == 1
+
+
+def test_an_unreachable_relay_shows_in_the_campaigns_view(
+    client: Any, api_user: Any, settings: Settings, session_factory: sessionmaker[Session]
+) -> None:
+    """The API said `sending` while only the log said "connection refused": the campaign's view carries
+    its last delivery error, and when it happened."""
+    campaign_id = campaign_with_list(client, api_user.headers, ["wait@example.com"])
+    view = client.get(f"/campaigns/{campaign_id}", headers=api_user.headers).json()
+    assert (view["last_delivery_error"], view["last_delivery_error_at"]) == (None, None)
+    send_now(client, api_user.headers, campaign_id)
+    nobody = SmtpTransport(f"smtp://127.0.0.1:{free_port()}", size=1)  # a port no relay listens on
+    tokens = MailTokens(settings.resolved_secret_key)
+    worker = SendWorker(SendConfig.from_settings(settings), session_factory, nobody, tokens)
+    assert Sender(worker, nobody, tokens).drain() == 1
+    view = client.get(f"/campaigns/{campaign_id}", headers=api_user.headers).json()
+    assert view["sending_state"] == "sending" and view["pending_count"] == 1
+    assert f"127.0.0.1:{nobody.port}" in view["last_delivery_error"]
+    assert "refused" in view["last_delivery_error"].lower(), view["last_delivery_error"]
+    assert view["last_delivery_error_at"].endswith("Z")
+    listed = client.get("/campaigns", headers=api_user.headers).json()["data"]
+    assert [c["last_delivery_error"] for c in listed if c["id"] == campaign_id] == [
+        view["last_delivery_error"]
+    ]
 
 
 def test_temporary_failures_give_up_after_the_last_attempt(

@@ -148,3 +148,22 @@ def test_sending_during_warm_up_is_403(client: Any, make_user: Any) -> None:
     response = client.post(f"/campaigns/{campaign_id}/send", headers=warming.headers)
     assert response.status_code == 403
     assert "warming up" in response.json()["message"]
+
+
+def test_braces_written_as_character_references_stay_braces_in_both_parts() -> None:
+    # The html shows `{{ email }}` to the reader; the text part must too, not the recipient's address.
+    rendered = one(
+        "<p>Literal &#123;&#123; email &#125;&#125;, hex &#x7B;&#x7b;email&#x7D;&#x7d;, named "
+        "&lcub;&lbrace; last_name &rcub;&rbrace;; a real {{ first_name }}; &#1234; stays</p>"
+        '<a href="https://example.com/?q=&#123;&#123;email&#125;&#125;">search</a>'
+    )
+    text = text_of(rendered)
+    assert "Literal {{ email }}, hex {{email}}, named {{ last_name }}; a real Ann; \u04d2 stays" in text
+    assert "ann@example.com" not in text
+    body = html_of(rendered)
+    assert "Literal &#123;&#123; email &#125;&#125;" in body and "a real Ann" in body
+    assert "ann@example.com" not in body
+    # Nor does a link's URL take the recipient's address from an escaped pair of braces.
+    click = next(part for part in body.split('"') if "/t/c/" in part)
+    _, url = TOKENS.read_click(urlsplit(click).path.rsplit("/", 1)[1]) or (0, "")
+    assert url == "https://example.com/?q={{email}}"
