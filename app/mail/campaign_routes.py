@@ -9,7 +9,8 @@ from fastapi import APIRouter, Request
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
-from app.mail import campaign_service
+from app.kit.time import utcnow
+from app.mail import campaign_control_service, campaign_service
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
 from app.mail.schemas import CampaignOut, CampaignStatsOut, ErrorOut, MessageOut, Page
@@ -17,6 +18,10 @@ from app.mail.specs import CampaignCreate, CampaignUpdate
 from app.mail.stats import campaign_stats
 
 router = APIRouter(tags=["Campaigns"])
+
+# The routes SendFox's API does not have are marked so in the OpenAPI document.
+EXTENSION: dict[str, Any] = {"x-tidings-extension": True}
+CONTROL_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}, 409: {"model": ErrorOut}}
 
 
 @router.get("/campaigns", response_model=Page[CampaignOut], summary="List campaigns")
@@ -106,3 +111,62 @@ def send_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> di
 def get_campaign_stats(id: RowId, session: SessionDep, principal: PaidMailUser) -> CampaignStatsOut:
     campaign = campaign_service.any_campaign(session, id, principal.account.id)
     return campaign_stats(session, [campaign])[campaign.id]
+
+
+@router.post(
+    "/campaigns/{id}/pause",
+    response_model=CampaignOut,
+    summary="Pause a campaign",
+    description="Beyond SendFox: no email of the campaign starts once the pause is made (emails already "
+    "handed to the mail server finish and are recorded); the rest wait for `resume`. A scheduled "
+    "campaign that has not started, and an automation's email (by its campaign id), pause the same way. "
+    "409 unless it is scheduled or sending (an automation's email: unless paused or cancelled).",
+    responses=CONTROL_ERRORS,
+    openapi_extra=EXTENSION,
+)
+def pause_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    campaign = campaign_control_service.controlled_campaign(session, principal.account.id, id)
+    return campaign_control_service.pause_campaign(session, campaign, utcnow())
+
+
+@router.post(
+    "/campaigns/{id}/resume",
+    response_model=CampaignOut,
+    summary="Resume a paused campaign",
+    description="Beyond SendFox: sending goes on with exactly the emails not yet sent, each once. 409 "
+    "unless it is paused.",
+    responses=CONTROL_ERRORS,
+    openapi_extra=EXTENSION,
+)
+def resume_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    campaign = campaign_control_service.controlled_campaign(session, principal.account.id, id)
+    return campaign_control_service.resume_campaign(session, campaign, utcnow())
+
+
+@router.post(
+    "/campaigns/{id}/cancel",
+    response_model=CampaignOut,
+    summary="Cancel a campaign for good",
+    description="Beyond SendFox: no email of the campaign starts once the cancel is made; the emails not "
+    "sent are counted in `cancelled_count`. 409 unless it is scheduled, sending or paused (an "
+    "automation's email: unless cancelled).",
+    responses=CONTROL_ERRORS,
+    openapi_extra=EXTENSION,
+)
+def cancel_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    campaign = campaign_control_service.controlled_campaign(session, principal.account.id, id)
+    return campaign_control_service.cancel_campaign(session, campaign, utcnow())
+
+
+@router.post(
+    "/campaigns/{id}/unschedule",
+    response_model=CampaignOut,
+    summary="Unschedule a campaign back to draft",
+    description="Beyond SendFox: a scheduled campaign that has not started becomes a draft again (no "
+    "longer paused, if it was). 409 unless it is scheduled and not started.",
+    responses=CONTROL_ERRORS,
+    openapi_extra=EXTENSION,
+)
+def unschedule_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    campaign = campaign_control_service.controlled_campaign(session, principal.account.id, id)
+    return campaign_control_service.unschedule_campaign(session, campaign, utcnow())

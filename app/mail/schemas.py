@@ -55,7 +55,9 @@ SendingStateField = Annotated[
     Field(
         description="Beyond SendFox: `draft` (not asked to send), `queued` (scheduled, not started), "
         "`sending` (emails still queued or in flight), `sent` (every email sent, failed or cancelled), "
-        "`halted` (stopped by its bounce or complaint rate)."
+        "`halted` (stopped by its bounce or complaint rate), `paused` (paused by its sender: no email "
+        "of it starts until it is resumed), `cancelled` (cancelled by its sender: what was not sent is "
+        "counted in `cancelled_count`)."
     ),
 ]
 RecipientsTotal = Annotated[

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -18,6 +19,7 @@ from app.config import Settings
 from app.db import transaction
 from app.kit.time import utcnow
 from app.mail.sending.dkim import DkimSigner
+from app.mail.sending.holds import HeldCampaigns, held_campaign_ids
 from app.mail.sending.progress import CampaignProgress
 from app.mail.sending.queue import (
     BounceRule,
@@ -107,6 +109,11 @@ class SendWorker:
         self.recorder = OutcomeRecorder(self.record)
         # Set by a graceful stop: no email is started after it; claimed ones go back to the queue.
         self.stopping = False
+        # Campaigns paused or cancelled by their sender: their claimed emails go back to the queue.
+        self.holds = HeldCampaigns(self.held)
+        # The holds are read while the recorder writes, both in worker threads: they take turns, so that
+        # a session factory bound to one connection (the tests') is never used by two threads at once.
+        self._recording = threading.Lock()
 
     # --- the steps, each one transaction ---
 
@@ -143,8 +150,12 @@ class SendWorker:
             return [replace(c, fields=fields.get(c.contact_id, {})) for c in claimed]
 
     def record(self, outcomes: Sequence[Outcome]) -> None:
-        with transaction(self.session_factory) as session:
+        with self._recording, transaction(self.session_factory) as session:
             record_outcomes(session, outcomes, self.clock(), self.config.bounce_rule)
+
+    def held(self) -> frozenset[int]:
+        with self._recording, transaction(self.session_factory, write=False) as session:
+            return held_campaign_ids(session)
 
     def release(self, unsent: Sequence[Claimed]) -> int:
         with transaction(self.session_factory) as session:
@@ -186,11 +197,12 @@ class SendWorker:
             started = {outcome.deliverable_id for outcome in outcomes}
             unsent = [item for item in claimed if item.deliverable_id not in started]
             await asyncio.to_thread(self.release, unsent)
-            if not self.stopping:
+            lapsed = [item for item in unsent if item.campaign_id not in self.holds.last]
+            if lapsed and not self.stopping:
                 log.warning(
                     "%d of %d emails left unsent and put back in the queue: their lease was running out "
                     "(TIDINGS_SEND_LEASE_SECONDS too short for a batch?)",
-                    len(unsent),
+                    len(lapsed),
                     len(claimed),
                 )
         troubled = [o for o in outcomes if o.result != SendResult.SENT]
@@ -215,6 +227,8 @@ class SendWorker:
             for index in turns:
                 if self.stopping:
                     return
+                if claimed[index].campaign_id in await self.holds.current():
+                    continue  # paused or cancelled since the claim: left unsent, put back below
                 outcome = await self._send(claimed[index])
                 if outcome is not None:
                     self.recorder.add(outcome)
