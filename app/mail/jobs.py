@@ -11,10 +11,7 @@ import logging
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
-from app.db import transaction
 from app.kit.jobs import Job, JobSet
-from app.kit.time import utcnow
-from app.mail.campaign_control_service import cancel_returned
 from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import describe_transport, make_transport
@@ -34,7 +31,6 @@ class MailJobs(JobSet):
 
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
         self.settings = settings
-        self.session_factory = session_factory
         self.transport = make_transport(settings.smtp_url, settings.outbox_path, settings.send_concurrency)
         log.info("email goes to %s", describe_transport(self.transport))
         self.worker = SendWorker(
@@ -61,12 +57,8 @@ class MailJobs(JobSet):
 
     async def release_leases(self) -> int:
         await asyncio.to_thread(self.worker.release_leases)
-        await asyncio.to_thread(self.cancel_returned)
+        await asyncio.to_thread(self.worker.cancel_returned)
         return 0  # never a reason to run again at once
-
-    def cancel_returned(self) -> int:
-        with transaction(self.session_factory) as session:
-            return cancel_returned(session, utcnow())
 
     async def drain(self) -> int:
         """Fan out and send what is due now (`tidings worker --once`); returns how many emails."""

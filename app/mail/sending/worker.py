@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.db import transaction
 from app.kit.time import utcnow
+from app.mail.campaign_control_service import cancel_returned
 from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.holds import HeldCampaigns, held_campaign_ids
 from app.mail.sending.progress import CampaignProgress
@@ -157,6 +158,10 @@ class SendWorker:
         with self._recording, transaction(self.session_factory, write=False) as session:
             return held_campaign_ids(session)
 
+    def cancel_returned(self) -> int:
+        with transaction(self.session_factory) as session:
+            return cancel_returned(session, self.clock())
+
     def release(self, unsent: Sequence[Claimed]) -> int:
         with transaction(self.session_factory) as session:
             return release_unsent(session, unsent, self.clock())
@@ -198,6 +203,10 @@ class SendWorker:
             unsent = [item for item in claimed if item.deliverable_id not in started]
             await asyncio.to_thread(self.release, unsent)
             lapsed = [item for item in unsent if item.campaign_id not in self.holds.last]
+            if len(lapsed) < len(unsent):
+                # Some were of a held campaign: those of a cancelled one are cancelled now, not at the
+                # next lease sweep, so that its cancelled count is right as soon as its emails settle.
+                await asyncio.to_thread(self.cancel_returned)
             if lapsed and not self.stopping:
                 log.warning(
                     "%d of %d emails left unsent and put back in the queue: their lease was running out "
