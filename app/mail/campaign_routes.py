@@ -2,20 +2,40 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
 
-from app.db import SessionDep
+from app.config import Settings
+from app.db import ReadSessionDep, SessionDep
 from app.identity.dependencies import PaidMailUser
+from app.kit.errors import DomainError
 from app.kit.openapi import FORM, JSON, request_body
 from app.kit.time import utcnow
-from app.mail import campaign_control_service, campaign_service
+from app.mail import campaign_control_service, campaign_preview_service, campaign_service
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
-from app.mail.schemas import CampaignOut, CampaignStatsOut, ErrorOut, MessageOut, Page
-from app.mail.specs import CampaignCreate, CampaignUpdate
+from app.mail.schemas import (
+    CampaignOut,
+    CampaignPreviewOut,
+    CampaignStatsOut,
+    ErrorOut,
+    MessageOut,
+    Page,
+    TestSendOut,
+)
+from app.mail.sending.tokens import MailTokens
+from app.mail.specs import (
+    PREVIEW_PARAMETERS,
+    CampaignCreate,
+    CampaignPreviewQuery,
+    CampaignTestSend,
+    CampaignUpdate,
+)
 from app.mail.stats import campaign_stats
+from app.state import SettingsDep, app_state
 
 router = APIRouter(tags=["Campaigns"])
 
@@ -170,3 +190,79 @@ def cancel_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> 
 def unschedule_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
     campaign = campaign_control_service.controlled_campaign(session, principal.account.id, id)
     return campaign_control_service.unschedule_campaign(session, campaign, utcnow())
+
+
+@cache
+def mail_context(secret_key: str, base_url: str, bounce_domain: str) -> campaign_preview_service.MailContext:
+    return campaign_preview_service.MailContext(MailTokens(secret_key), base_url.rstrip("/"), bounce_domain)
+
+
+def mail_context_of(settings: Settings) -> campaign_preview_service.MailContext:
+    return mail_context(settings.resolved_secret_key, settings.base_url, settings.bounce_domain)
+
+
+@router.get(
+    "/campaigns/{id}/preview",
+    response_model=CampaignPreviewOut,
+    summary="Preview a campaign's email for a contact",
+    description="Beyond SendFox: the subject, html and text exactly as the contact (`contact_id` or "
+    "`email`; neither: a reader without names) would get them, made by the send path's renderer: merge "
+    "tags and fallbacks, signed links, open pixel, unsubscribe link. Its links work but count nothing. "
+    "`format=eml`: the raw message with its headers (`message/rfc822`). 404 for an unknown contact.",
+    responses={
+        200: {"content": {"message/rfc822": {"schema": {"type": "string"}}}},
+        404: {"model": ErrorOut},
+        422: {"model": ErrorOut},
+    },
+    openapi_extra={**EXTENSION, **PREVIEW_PARAMETERS},
+)
+def preview_campaign(
+    id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput, settings: SettingsDep
+) -> Any:
+    query = validate(CampaignPreviewQuery, raw, status=422)
+    campaign = campaign_service.any_campaign(session, id, principal.account.id)
+    recipient = campaign_preview_service.recipient_of(
+        session, principal.account.id, query.contact_id, query.email
+    )
+    rendered = campaign_preview_service.rendered_email(campaign, recipient, mail_context_of(settings))
+    if query.format == "eml":
+        return Response(bytes(rendered.message), media_type="message/rfc822")
+    return campaign_preview_service.preview(rendered)
+
+
+@router.post(
+    "/campaigns/{id}/test",
+    response_model=TestSendOut,
+    summary="Send a test email of a campaign",
+    description="Beyond SendFox: the campaign's email to 1 to 10 addresses (`emails`), `[Test] ` before "
+    "its subject; an address of one of the account's contacts fills the merge tags. Counted in no "
+    "statistic, checked against no suppression; its links work but count nothing. At most "
+    f"{campaign_preview_service.TEST_SENDS_PER_HOUR.replace('/', ' an ')} per account (429). 503 when "
+    "the relay accepted none.",
+    responses={
+        404: {"model": ErrorOut},
+        422: {"model": ErrorOut},
+        429: {"model": ErrorOut},
+        503: {"model": ErrorOut},
+    },
+    openapi_extra={**EXTENSION, **request_body(CampaignTestSend, media_types=(JSON, FORM))},
+)
+async def test_send_campaign(
+    id: RowId,
+    request: Request,
+    session: ReadSessionDep,
+    principal: PaidMailUser,
+    raw: MailInput,
+    settings: SettingsDep,
+) -> TestSendOut:
+    body = validate(CampaignTestSend, raw, status=422)
+    campaign = await run_in_threadpool(campaign_service.any_campaign, session, id, principal.account.id)
+    emails = await run_in_threadpool(
+        campaign_preview_service.test_emails, session, campaign, body.emails, mail_context_of(settings)
+    )
+    limiter = app_state(request).test_send_limiter
+    decision = await limiter.hit("campaign-test", str(principal.account.id))
+    if not decision.allowed:
+        raise DomainError(429, "Too many test emails: try again later.", headers=decision.headers())
+    sent = await campaign_preview_service.send_test_emails(settings.smtp_url, settings.outbox_path, emails)
+    return TestSendOut(sent_to=sent)

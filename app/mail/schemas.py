@@ -296,3 +296,21 @@ class WebhookAttemptOut(Out):
     error: str
     started_at: Timestamp
     completed_at: Timestamp
+
+
+class CampaignPreviewOut(BaseModel):
+    """Beyond SendFox: a campaign's email as the contact would get it (the signed links count nothing)."""
+
+    subject: str
+    from_: str = Field(alias="from")
+    to: str
+    html: str
+    text: str
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
+class TestSendOut(BaseModel):
+    """Beyond SendFox: the addresses the relay accepted a test email for."""
+
+    sent_to: list[str]
