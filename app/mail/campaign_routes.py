@@ -14,12 +14,18 @@ from app.identity.dependencies import PaidMailUser
 from app.kit.errors import DomainError
 from app.kit.openapi import FORM, JSON, request_body
 from app.kit.time import utcnow
-from app.mail import campaign_control_service, campaign_preview_service, campaign_service
+from app.mail import (
+    campaign_control_service,
+    campaign_preview_service,
+    campaign_report_service,
+    campaign_service,
+)
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
 from app.mail.schemas import (
     CampaignOut,
     CampaignPreviewOut,
+    CampaignReportOut,
     CampaignStatsOut,
     ErrorOut,
     MessageOut,
@@ -266,3 +272,19 @@ async def test_send_campaign(
         raise DomainError(429, "Too many test emails: try again later.", headers=decision.headers())
     sent = await campaign_preview_service.send_test_emails(settings.smtp_url, settings.outbox_path, emails)
     return TestSendOut(sent_to=sent)
+
+
+@router.get(
+    "/campaigns/{id}/report",
+    response_model=CampaignReportOut,
+    summary="A campaign's report over time",
+    description="Beyond SendFox: sent, failed, first opens, first clicks, unsubscribes, bounces and "
+    "complaints per hour for the first 48 hours from the start of sending (every hour listed), then per "
+    "day in the account's time zone (the days that have any); and its delivery as it stands "
+    "(recipients, sent, failed, cancelled, pending).",
+    responses={404: {"model": ErrorOut}},
+    openapi_extra=EXTENSION,
+)
+def campaign_report(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    campaign = campaign_service.any_campaign(session, id, principal.account.id)
+    return campaign_report_service.campaign_report(session, campaign)

@@ -314,3 +314,42 @@ class TestSendOut(BaseModel):
     """Beyond SendFox: the addresses the relay accepted a test email for."""
 
     sent_to: list[str]
+
+
+class ReportCounts(BaseModel):
+    sent: int = Field(description="Emails the relay accepted")
+    failed: int = Field(description="Emails refused or given up on")
+    opened: int = Field(description="First opens")
+    clicked: int = Field(description="First clicks")
+    unsubscribed: int
+    bounced: int = Field(description="Hard bounces reported")
+    complained: int = Field(description="Spam complaints")
+
+
+class ReportHour(ReportCounts):
+    start: Timestamp
+
+
+class ReportDay(ReportCounts):
+    date: str = Field(description="A day in the account's time zone (YYYY-MM-DD)")
+
+
+class ReportDelivery(BaseModel):
+    recipients: int
+    sent: int
+    failed: int
+    cancelled: int
+    pending: int
+
+
+class CampaignReportOut(BaseModel):
+    """Beyond SendFox: a campaign's events over time, hour by hour for 48 hours from the start of
+    sending, then day by day, and its delivery as it stands."""
+
+    campaign_id: int
+    sending_state: SendingStateField
+    started_at: OptionalTimestamp
+    timezone: str
+    delivery: ReportDelivery
+    hourly: list[ReportHour]
+    daily: list[ReportDay]
