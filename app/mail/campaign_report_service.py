@@ -30,13 +30,19 @@ KINDS = ("sent", "failed", "opened", "clicked", "unsubscribed", "bounced", "comp
 
 
 def _hour_of(session: Session, column: Any) -> ColumnElement[Any]:
+    """The hour a moment falls in: a timestamp on PostgreSQL, 'YYYY-MM-DD HH:00:00' text on SQLite."""
     if session.get_bind().dialect.name == "postgresql":
-        return func.to_char(func.date_trunc("hour", column), "YYYY-MM-DD HH24:00:00")
+        return func.date_trunc("hour", column)
     return func.strftime("%Y-%m-%d %H:00:00", column)
 
 
+def _as_hour(value: datetime | str) -> datetime:
+    moment = value if isinstance(value, datetime) else datetime.strptime(value, "%Y-%m-%d %H:%M:%S")
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 def _moments(session: Session, campaign_id: int) -> Any:
-    """(kind, hour as 'YYYY-MM-DD HH:00:00' UTC, count) of each kind of event."""
+    """(kind, hour (UTC), count) of each kind of event."""
     failed = and_(
         Deliverable.sent_at.is_(None),
         Deliverable.state.in_((DeliverableState.FAILED, DeliverableState.BOUNCED)),
@@ -70,8 +76,7 @@ def campaign_report(session: Session, campaign: Campaign) -> dict[str, Any]:
     totals = sending_totals(session, [campaign.id])[campaign.id]
     hours: dict[datetime, dict[str, int]] = defaultdict(_zero)
     for kind, hour, count in _moments(session, campaign.id):
-        moment = datetime.strptime(hour, "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
-        hours[moment][kind] += int(count)
+        hours[_as_hour(hour)][kind] += int(count)
     start = campaign.sent_at or (min(hours) if hours else None)
     zone = account_zone(session.scalar(select(Account.timezone).where(Account.id == campaign.account_id)))
     hourly: list[dict[str, Any]] = []
