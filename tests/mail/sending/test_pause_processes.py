@@ -56,12 +56,22 @@ def committed_list(engine: Engine, account_id: int, prefix: str, count: int) -> 
                 for n in range(count)
             ],
         )
-        ids = session.scalars(select(Contact.id).where(Contact.email_key.like(f"{prefix}%"))).all()
+        ids = session.scalars(
+            select(Contact.id).where(Contact.account_id == account_id, Contact.email_key.like(f"{prefix}%"))
+        ).all()
         session.execute(
             insert(ListMembership), [{"list_id": readers.id, "contact_id": i, "created_at": now} for i in ids]
         )
         session.commit()
         return readers.id
+
+
+def committed_lists(engine: Engine, account_id: int, prefix: str) -> tuple[int, int]:
+    """The two campaigns' lists: `{prefix}a0@...` and `{prefix}b0@...` onwards."""
+    return (
+        committed_list(engine, account_id, f"{prefix}a", FIRST),
+        committed_list(engine, account_id, f"{prefix}b", SECOND),
+    )
 
 
 def received_by(sink: SmtpSink, prefix: str) -> list[str]:
@@ -138,7 +148,7 @@ def campaign_to(http: httpx.Client, list_id: int, title: str) -> int:
 
 def pause_resume_kill_and_cancel(
     engine: Engine,
-    account_id: int,
+    lists: tuple[int, int],
     http: httpx.Client,
     sink: SmtpSink,
     restart: Callable[[], list[Running]],
@@ -146,8 +156,7 @@ def pause_resume_kill_and_cancel(
     *,
     kill: bool,
 ) -> None:
-    first_list = committed_list(engine, account_id, f"{prefix}a", FIRST)
-    second_list = committed_list(engine, account_id, f"{prefix}b", SECOND)
+    first_list, second_list = lists
     processes = restart()
     first = campaign_to(http, first_list, "First")
     reaches(sink, f"{prefix}a", FIRST * 3 // 10, *processes)
@@ -196,6 +205,8 @@ def test_two_workers_pause_resume_survive_a_kill_and_cancel(
     var = tmp_path / "var"
     with ExitStack() as stack:
         [(account_id, token)] = stack.enter_context(committed_users(engine, "pause-workers@example.com"))
+        # Before any process runs: on SQLite, a server's jobs would make these large writes wait.
+        lists = committed_lists(engine, account_id, "w")
         sink = stack.enter_context(running_sink())
         env = {"TIDINGS_SMTP_URL": sink.url, **SETTINGS}
         served = stack.enter_context(shipped_serve(database_url, var, "--no-scheduler", **env))
@@ -206,7 +217,7 @@ def test_two_workers_pause_resume_survive_a_kill_and_cancel(
             ]
 
         with restartable(two_workers) as restart, api(served, token) as http:
-            pause_resume_kill_and_cancel(engine, account_id, http, sink, restart, "w", kill=True)
+            pause_resume_kill_and_cancel(engine, lists, http, sink, restart, "w", kill=True)
 
 
 def test_serve_alone_pauses_resumes_and_cancels(database_url: str, engine: Engine, tmp_path: Path) -> None:
@@ -214,7 +225,8 @@ def test_serve_alone_pauses_resumes_and_cancels(database_url: str, engine: Engin
     var = tmp_path / "var"
     with ExitStack() as stack:
         [(account_id, token)] = stack.enter_context(committed_users(engine, "pause-serve@example.com"))
+        lists = committed_lists(engine, account_id, "s")
         sink = stack.enter_context(running_sink())
         served = stack.enter_context(shipped_serve(database_url, var, TIDINGS_SMTP_URL=sink.url, **SETTINGS))
         with api(served, token) as http:
-            pause_resume_kill_and_cancel(engine, account_id, http, sink, lambda: [served], "s", kill=False)
+            pause_resume_kill_and_cancel(engine, lists, http, sink, lambda: [served], "s", kill=False)
