@@ -39,6 +39,7 @@ from app.kit.heap import freeze_start_up_objects
 from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.logs import RequestIds
+from app.mail.campaign_preview_service import TEST_SENDS_PER_HOUR
 from app.mail.dns_records import system_txt_resolver
 from app.mail.hosted_form_service import FormLimits
 from app.mail.newsletter_service import MailNewsletters
@@ -185,6 +186,7 @@ def set_state(app: FastAPI, settings: Settings, databases: Databases) -> None:
     state.page_anchors = PageAnchors()
     state.async_pool = databases.async_pool
     state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
+    state.test_send_limiter = RateLimiter(TEST_SENDS_PER_HOUR, settings.redis_url)
     state.form_limits = FormLimits.from_settings(settings)
     state.sign_in_throttle = SignInThrottle(settings.redis_url)
     state.sns_client = SnsClient(allow_private=settings.outbound_allow_private)

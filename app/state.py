@@ -47,6 +47,8 @@ class AppState(State):
     # PostgreSQL only: psycopg's async pool for the hot reads on the event loop.
     async_pool: AsyncConnectionPool | None
     mail_rate_limiter: RateLimiter
+    # Test sends of campaigns (POST /campaigns/{id}/test), per account.
+    test_send_limiter: RateLimiter
     form_limits: FormLimits
     sign_in_throttle: SignInThrottle
     # Amazon SNS's certificates and subscription confirmations (the SES bounce webhook).

@@ -1,8 +1,9 @@
 """Campaigns: the /campaigns routes and the state rules of SendFox's API (draft, scheduled, sent, deleted).
 
 A campaign has no status column: scheduled_at, sent_at and deleted_at say where it is. Once a worker
-has set sent_at, PATCH, DELETE and send answer 409. A scheduled campaign that has not started sending
-may still be edited, unscheduled (scheduled_at null) or deleted.
+has set sent_at, PATCH, DELETE and send answer 409 (so they do for a campaign its sender cancelled). A
+scheduled campaign that has not started sending may still be edited, unscheduled (scheduled_at null) or
+deleted. Pause, resume, cancel and unschedule are campaign_control_service.py.
 """
 
 from __future__ import annotations
@@ -118,6 +119,11 @@ def reject_if_sent(campaign: Campaign) -> None:
         raise Conflict("Campaign has already been sent.", code="already_sent")
 
 
+def reject_if_cancelled(campaign: Campaign) -> None:
+    if campaign.cancelled_at is not None:
+        raise Conflict("Campaign was cancelled.", code="cancelled")
+
+
 def campaigns_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
     """GET /campaigns: a page of the account's live campaigns (not an automation's emails)."""
     query = (
@@ -223,4 +229,5 @@ def editable_campaign(session: Session, principal: Principal, campaign_id: int) 
     """A campaign of the account that has not been sent, locked for the change (404, 409 otherwise)."""
     campaign = regular_campaign(session, campaign_id, principal.account.id, for_update=True)
     reject_if_sent(campaign)
+    reject_if_cancelled(campaign)
     return campaign

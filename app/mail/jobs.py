@@ -1,5 +1,6 @@
 """The email domain's background jobs, registered by app/scheduler.py: the campaign fan-out, the sweep of
-expired send leases, and the send lanes (each claims a batch, sends it and records it; a graceful stop
+expired send leases (which also cancels the emails of cancelled campaigns that came back to the queue),
+and the send lanes (each claims a batch, sends it and records it; a graceful stop
 lets a lane finish and record the emails on the wire and put back the rest of its batch)."""
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class MailJobs(JobSet):
 
     async def release_leases(self) -> int:
         await asyncio.to_thread(self.worker.release_leases)
+        await asyncio.to_thread(self.worker.cancel_returned)
         return 0  # never a reason to run again at once
 
     async def drain(self) -> int:

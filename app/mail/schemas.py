@@ -55,7 +55,9 @@ SendingStateField = Annotated[
     Field(
         description="Beyond SendFox: `draft` (not asked to send), `queued` (scheduled, not started), "
         "`sending` (emails still queued or in flight), `sent` (every email sent, failed or cancelled), "
-        "`halted` (stopped by its bounce or complaint rate)."
+        "`halted` (stopped by its bounce or complaint rate), `paused` (paused by its sender: no email "
+        "of it starts until it is resumed), `cancelled` (cancelled by its sender: what was not sent is "
+        "counted in `cancelled_count`)."
     ),
 ]
 RecipientsTotal = Annotated[
@@ -325,3 +327,60 @@ class WebhookAttemptOut(Out):
     error: str
     started_at: Timestamp
     completed_at: Timestamp
+
+
+class CampaignPreviewOut(BaseModel):
+    """Beyond SendFox: a campaign's email as the contact would get it (the signed links count nothing)."""
+
+    subject: str
+    from_: str = Field(alias="from")
+    to: str
+    html: str
+    text: str
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
+class TestSendOut(BaseModel):
+    """Beyond SendFox: the addresses the relay accepted a test email for."""
+
+    sent_to: list[str]
+
+
+class ReportCounts(BaseModel):
+    sent: int = Field(description="Emails the relay accepted")
+    failed: int = Field(description="Emails refused or given up on")
+    opened: int = Field(description="First opens")
+    clicked: int = Field(description="First clicks")
+    unsubscribed: int
+    bounced: int = Field(description="Hard bounces reported")
+    complained: int = Field(description="Spam complaints")
+
+
+class ReportHour(ReportCounts):
+    start: Timestamp
+
+
+class ReportDay(ReportCounts):
+    date: str = Field(description="A day in the account's time zone (YYYY-MM-DD)")
+
+
+class ReportDelivery(BaseModel):
+    recipients: int
+    sent: int
+    failed: int
+    cancelled: int
+    pending: int
+
+
+class CampaignReportOut(BaseModel):
+    """Beyond SendFox: a campaign's events over time, hour by hour for 48 hours from the start of
+    sending, then day by day, and its delivery as it stands."""
+
+    campaign_id: int
+    sending_state: SendingStateField
+    started_at: OptionalTimestamp
+    timezone: str
+    delivery: ReportDelivery
+    hourly: list[ReportHour]
+    daily: list[ReportDay]

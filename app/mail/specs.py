@@ -130,6 +130,32 @@ class SuppressionCreate(BaseModel):
         return [*([self.email] if self.email is not None else []), *self.emails]
 
 
+class CampaignPreviewQuery(BaseModel):
+    """GET /campaigns/{id}/preview: for which contact (by id or address; neither: a reader without
+    names), and as JSON parts or as the raw message (`eml`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    contact_id: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = None
+    email: Annotated[str, Field(max_length=MAX_EMAIL_LENGTH)] | None = None
+    format: Literal["json", "eml"] = "json"
+
+
+PREVIEW_PARAMETERS = query_parameters(
+    query_parameter("contact_id", {"type": "integer"}, "The contact to render it for"),
+    query_parameter("email", {"type": "string"}, "The address of the contact to render it for"),
+    query_parameter("format", {"type": "string", "enum": ["json", "eml"]}, "`eml`: the raw message"),
+)
+
+
+class CampaignTestSend(BaseModel):
+    """POST /campaigns/{id}/test: the addresses to send a test email to (1 to 10)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    emails: Annotated[list[ContactEmail], BeforeValidator(as_list), Field(min_length=1, max_length=10)]
+
+
 class ListCreate(BaseModel):
     model_config = ConfigDict(extra="ignore")
 

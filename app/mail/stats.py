@@ -33,8 +33,12 @@ class SendingTotals:
     cancelled: int = 0
 
     def state(self, campaign: Campaign) -> CampaignState:
+        if campaign.cancelled_at is not None:
+            return CampaignState.CANCELLED
         if campaign.halted_at is not None:
             return CampaignState.HALTED
+        if campaign.held_at is not None:
+            return CampaignState.PAUSED
         if self.pending:
             return CampaignState.SENDING
         # A fan-out sets sent_at and queues the emails together: none queued after it means done

@@ -13,6 +13,7 @@ from app.models.states import DeliverableState, StateColumn
 # The partial indexes' predicates.
 QUEUED_DELIVERABLES = f"state = '{DeliverableState.QUEUED}'"
 SENDING_DELIVERABLES = f"state = '{DeliverableState.SENDING}'"
+HELD_CAMPAIGNS = "held_at IS NOT NULL"
 
 
 class Campaign(Timestamped, Base):
@@ -20,6 +21,13 @@ class Campaign(Timestamped, Base):
     __table_args__ = (
         Index("ix_campaigns_account_id_id", "account_id", "id"),
         Index("uq_campaigns_source_key", "source_key", unique=True),
+        # The campaigns the send claim skips: held ones, few at any time (app/mail/sending/queue.py).
+        Index(
+            "ix_campaigns_held",
+            "id",
+            postgresql_where=text(HELD_CAMPAIGNS),
+            sqlite_where=text(HELD_CAMPAIGNS),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -46,6 +54,11 @@ class Campaign(Timestamped, Base):
     # Why its email may not reach the inbox, as the send worker found it (its From domain had no DKIM
     # key: sent unsigned, or refused in production); shown in the campaign's view.
     send_warning: Mapped[str | None] = mapped_column(String(255), default=None)
+    # Set while no email of it may start: paused by its sender, or cancelled (then for good). Workers
+    # skip its queued emails and put back the ones they claimed but had not started.
+    held_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Set when its sender cancelled it: what was not sent is cancelled, and it never sends again.
+    cancelled_at: Mapped[datetime | None] = mapped_column(default=None)
     # Set for a campaign a watch's `email` action made: the key of the runs it carries (unique), so a
     # retry of those runs finds it instead of making another (app/mail/newsletter_service.py).
     source_key: Mapped[str | None] = mapped_column(String(64), default=None)

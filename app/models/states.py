@@ -39,6 +39,9 @@ class CampaignState(StrEnum):
     SENDING = "sending"
     SENT = "sent"
     HALTED = "halted"
+    # Beyond the first version: stopped by its sender, until resumed; stopped by its sender for good.
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
 
 
 class RunState(StrEnum):

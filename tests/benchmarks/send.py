@@ -7,6 +7,7 @@ since shared machines are noisy. Run from the repository root:
     python3 tests/benchmarks/send.py --recipients 1000000      # memory stays flat as the campaign grows
     python3 tests/benchmarks/send.py --dkim rsa                # the campaign's domain has a DKIM key
     python3 tests/benchmarks/send.py --dkim-compare            # without a key, then with one: the cost
+    python3 tests/benchmarks/send.py --pause-at 0.3            # unpaused, then paused at 30% and resumed
 
 What it does:
   1. Drops and recreates the public schema of the database (default `bench_send`), migrates to head.
@@ -26,6 +27,12 @@ as `tidings dkim create` makes them, so every email is signed. `--dkim-compare` 
 twice in the same session, without a key and then with an RSA key, prints both lines, then a third with
 the two rates and the signing cost per email.
 
+With `--pause-at F` the benchmark runs twice in the same session: unpaused, then with the campaign paused
+(as `POST /campaigns/{id}/pause` does, through the same service) once the sink has counted F of it,
+resumed `--pause-seconds` later. It prints both lines and a third: the time from the pause's commit to
+the last email the sink counted, the emails after it, and the send rate before the pause and after the
+resume beside the unpaused run's.
+
 Needs Postfix's `smtp-sink` and `smtp-source` (Debian: `apt-get install -y postfix`) and a PostgreSQL
 server (default 127.0.0.1:5432, user postgres, trust auth). Everything started is stopped on exit.
 """
@@ -40,8 +47,11 @@ import signal
 import sys
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -64,6 +74,7 @@ from send_rig import (
 from app.config import Settings
 from app.db import create_db_engine, make_session_factory, transaction
 from app.kit.time import utcnow
+from app.models import Campaign
 
 TARGET_MESSAGES_PER_S = 2000.0
 TARGET_PEAK_RSS_MB = 300.0
@@ -100,6 +111,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--dkim-compare", action="store_true", help="run without a key, then with an RSA key, and compare"
     )
+    parser.add_argument(
+        "--pause-at", type=float, default=0.0, help="pause at this fraction of the campaign, then resume"
+    )
+    parser.add_argument("--pause-seconds", type=float, default=3.0, help="how long the campaign stays paused")
     parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds")
     parser.add_argument("--log-dir", type=Path, help="keep the workers' logs in this folder")
     parser.add_argument(
@@ -124,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, interrupt)
+    if args.pause_at:
+        return compare_pause(args)
     if not args.dkim_compare:
         print(json.dumps(run(args)), flush=True)
         return 0
@@ -147,6 +164,98 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps(summary), flush=True)
     return 0
+
+
+def compare_pause(args: argparse.Namespace) -> int:
+    """The campaign unpaused, then paused and resumed; both reports and the comparison."""
+    say("--- unpaused")
+    unpaused = run(argparse.Namespace(**{**vars(args), "pause_at": 0.0}))
+    print(json.dumps(unpaused), flush=True)
+    say(f"--- paused at {args.pause_at:.0%}")
+    paused = run(args)
+    print(json.dumps(paused), flush=True)
+    pause = paused["pause"]
+    summary = {
+        "pause_compare": {
+            "pause_to_last_email_s": pause["pause_to_last_email_s"],
+            "emails_after_pause": pause["emails_after_pause"],
+            "messages_per_s_unpaused_send_phase": unpaused["send_phase_messages_per_s"],
+            "messages_per_s_before_pause": pause["messages_per_s_before"],
+            "messages_per_s_after_resume": pause["messages_per_s_after"],
+            "after_resume_to_unpaused": round(
+                pause["messages_per_s_after"] / unpaused["send_phase_messages_per_s"], 3
+            )
+            if unpaused["send_phase_messages_per_s"]
+            else None,
+            "exactly_once": paused["exactly_once"],
+        }
+    }
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+def control_campaign(database_url: str, campaign_id: int, verb: str) -> None:
+    """Pause or resume the campaign as the route does: the service, in a transaction of its own."""
+    from app.mail import campaign_control_service
+
+    engine = create_db_engine(database_url, pool_size=1)
+    try:
+        with transaction(make_session_factory(engine)) as session:
+            campaign = session.get(Campaign, campaign_id, with_for_update=True)
+            if campaign is None:
+                raise RuntimeError(f"no campaign {campaign_id}")
+            change = {
+                "pause": campaign_control_service.pause_campaign,
+                "resume": campaign_control_service.resume_campaign,
+            }[verb]
+            change(session, campaign, utcnow())
+    finally:
+        engine.dispose()
+
+
+@dataclass
+class Pause:
+    """One pause and resume during a run, in monotonic times and the sink's counts."""
+
+    at: float = 0.0
+    delivered: int = 0
+    settled_at: float = 0.0
+    last_email_at: float = 0.0
+    delivered_settled: int = 0
+    resumed_at: float = 0.0
+
+    def pause(self, args: argparse.Namespace, campaign_id: int, sink: Sink) -> None:
+        control_campaign(args.database_url, campaign_id, "pause")
+        # The pause's answer: what the sink had counted by then was sent before it.
+        self.at, self.delivered = time.monotonic(), sink.messages
+        say(f"paused at {self.delivered:,} delivered")
+
+    def watch(self, args: argparse.Namespace, sink: Sink, engine: Any, campaign_id: int) -> None:
+        """Resumes once the sink has been still for a second with nothing of the campaign in flight,
+        `--pause-seconds` after the pause at the earliest."""
+        now = time.monotonic()
+        if self.settled_at == 0.0:
+            if now - sink.moved_at < 1.0 or in_flight(engine, campaign_id):
+                return
+            self.settled_at, self.last_email_at, self.delivered_settled = now, sink.moved_at, sink.messages
+            say(f"settled: {sink.messages - self.delivered} emails after the pause's answer")
+        if now - self.at < args.pause_seconds:
+            return
+        if sink.messages != self.delivered_settled:
+            raise RuntimeError("an email reached the sink while the campaign was paused")
+        control_campaign(args.database_url, campaign_id, "resume")
+        self.resumed_at = time.monotonic()
+        say("resumed")
+
+
+def in_flight(engine: Any, campaign_id: int) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                text("SELECT count(*) FROM deliverables WHERE campaign_id = :c AND state = 'sending'"),
+                {"c": campaign_id},
+            ).scalar_one()
+        )
 
 
 def add_dkim_keys(database_url: str, mode: str) -> None:
@@ -202,6 +311,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         say(f"started {args.workers} worker(s): {', '.join(str(w.pid) for w in workers)}")
 
         samples: dict[str, dict[str, float]] = {}
+        pause = Pause()
         fanned_out_at: float | None = None
         done_at: float | None = None
         last_db_check = 0.0
@@ -210,6 +320,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             time.sleep(0.1)
             now = time.monotonic()
             delivered = sink.messages - base
+            if args.pause_at and not pause.at and delivered >= args.pause_at * n:
+                pause.pause(args, seeded.campaign_id, sink)
+            elif pause.at and not pause.resumed_at:
+                pause.watch(args, sink, engine, seeded.campaign_id)
             for point in CHECKPOINTS:
                 key = f"{point:.0%}"
                 if key not in samples and delivered >= point * n:
@@ -259,6 +373,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check = exactly_once(counts, seeded) if not args.no_dump else {"exactly_once": None}
     peak = final_memory["hwm_mb_each_max"]
     growth = samples["100%"]["rss_mb_each_max"] - samples["10%"]["rss_mb_each_max"] if "10%" in samples else 0
+    if pause.resumed_at:
+        first_at = first or started
+        report_pause = {
+            "at_fraction": args.pause_at,
+            "pause_to_last_email_s": round(max(0.0, pause.last_email_at - pause.at), 3),
+            "emails_after_pause": pause.delivered_settled - pause.delivered,
+            "paused_s": round(pause.resumed_at - pause.at, 2),
+            "messages_per_s_before": round((pause.delivered - base) / (pause.at - first_at), 1),
+            "messages_per_s_after": round(
+                (n - (pause.delivered_settled - base)) / (last - pause.resumed_at), 1
+            ),
+        }
     report = {
         "recipients": n,
         "load_average_1m_at_start_and_end": [round(load_start, 2), round(os.getloadavg()[0], 2)],
@@ -280,6 +406,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "send_phase": round(send_phase, 2),
         },
         "memory_mb_at_progress": samples,
+        "pause": report_pause if pause.resumed_at else None,
         "delivery": check,
         "deliverables": state.states,
         "reference": reference,

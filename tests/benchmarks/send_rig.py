@@ -234,6 +234,8 @@ class Sink:
     messages: int = 0
     # (monotonic time, counter) whenever the counter passes a watched value
     watched: dict[int, float] = field(default_factory=dict)
+    # When the counter last moved (monotonic): the last email on the wire so far
+    moved_at: float = 0.0
     _watch: list[int] = field(default_factory=list)
     _process: subprocess.Popen[bytes] | None = None
     _grep: subprocess.Popen[bytes] | None = None
@@ -302,6 +304,7 @@ class Sink:
             now = time.monotonic()
             with self._lock:
                 self.messages = int(found[-1])
+                self.moved_at = now
                 for value in [v for v in self._watch if v <= self.messages]:
                     self.watched[value] = now
                     self._watch.remove(value)

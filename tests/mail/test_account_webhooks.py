@@ -42,6 +42,9 @@ ALL_EVENTS = [
     "contact.opened",
     "contact.clicked",
     "campaign.sent",
+    "campaign.paused",
+    "campaign.resumed",
+    "campaign.cancelled",
 ]
 
 

@@ -8,7 +8,8 @@ from datetime import datetime
 from sqlalchemy import exists, or_, select, update
 from sqlalchemy.orm import Session
 
-from app.mail.events.emit import emit_campaign_sent
+from app.mail.events.emit import emit_campaign_event
+from app.mail.events.types import EventType
 from app.models import Campaign, Deliverable, DeliverableState
 
 # Campaigns looked at per round (a round runs again at once while it finds some).
@@ -27,6 +28,8 @@ def finish_campaigns(session: Session, now: datetime) -> int:
             Campaign.finished_at.is_(None),
             # An automation's email is sent contact by contact for as long as the automation runs.
             Campaign.automation_id.is_(None),
+            # A campaign its sender cancelled was told as `campaign.cancelled`, and never finishes.
+            Campaign.cancelled_at.is_(None),
             or_(Campaign.sent_at.is_not(None), Campaign.halted_at.is_not(None)),
             or_(Campaign.halted_at.is_not(None), ~unsettled),
         )
@@ -52,5 +55,5 @@ def finish_campaigns(session: Session, now: datetime) -> int:
                 "halt_reason": row.halt_reason if halted else None,
             }
         }
-        emit_campaign_sent(session, row.account_id, data, now)
+        emit_campaign_event(session, row.account_id, EventType.CAMPAIGN_SENT, data, now)
     return len(rows)

@@ -59,6 +59,26 @@ class CampaignEvent(BaseModel):
     data: CampaignEventData
 
 
+class ControlledCampaign(BaseModel):
+    id: int
+    title: str
+    sending_state: str = Field(description="Its `sending_state` after the change")
+    pending_count: int = Field(description="Its emails still queued or in flight")
+    cancelled_count: int
+
+
+class ControlledCampaignData(BaseModel):
+    campaign: ControlledCampaign
+
+
+class CampaignControlEvent(BaseModel):
+    """Its sender paused, resumed or cancelled a campaign (an automation's email too)."""
+
+    type: Literal["campaign.paused", "campaign.resumed", "campaign.cancelled"]
+    timestamp: str = Field(description="When the change was made (ISO 8601, UTC)")
+    data: ControlledCampaignData
+
+
 SIGNATURE = (
     "Standard Webhooks: `webhook-signature` is `v1,` and the base64 HMAC-SHA256, keyed by the webhook's"
     " secret (base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. Answer 2xx to"
@@ -78,19 +98,30 @@ WHEN = {
     EventType.CONTACT_OPENED: "The contact opened an email (first open).",
     EventType.CONTACT_CLICKED: "The contact clicked a link of an email (first click).",
     EventType.CAMPAIGN_SENT: "A campaign finished sending, or was halted.",
+    EventType.CAMPAIGN_PAUSED: "Its sender paused a campaign: no more of its emails start.",
+    EventType.CAMPAIGN_RESUMED: "Its sender resumed a paused campaign.",
+    EventType.CAMPAIGN_CANCELLED: "Its sender cancelled a campaign: what was not sent is cancelled.",
+}
+# The body each event type's webhook call carries (the contact events' otherwise).
+BODIES: dict[EventType, type[BaseModel]] = {
+    EventType.CAMPAIGN_SENT: CampaignEvent,
+    EventType.CAMPAIGN_PAUSED: CampaignControlEvent,
+    EventType.CAMPAIGN_RESUMED: CampaignControlEvent,
+    EventType.CAMPAIGN_CANCELLED: CampaignControlEvent,
 }
 
 
 def events_openapi(schemas: dict[str, Any]) -> dict[str, Any]:
     """The `webhooks` object; the body models' schemas are added to `schemas` (components)."""
     ref = "#/components/schemas/{model}"
-    for model in (ContactEvent, CampaignEvent):
+    models: tuple[type[BaseModel], ...] = (ContactEvent, CampaignEvent, CampaignControlEvent)
+    for model in models:
         schema = model.model_json_schema(ref_template=ref)
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
     described: dict[str, Any] = {}
     for event_type, when in WHEN.items():
-        model = CampaignEvent if event_type is EventType.CAMPAIGN_SENT else ContactEvent
+        body = BODIES.get(event_type, ContactEvent)
         described[str(event_type)] = {
             "post": {
                 "summary": f"{event_type} (beyond SendFox)",
@@ -108,7 +139,7 @@ def events_openapi(schemas: dict[str, Any]) -> dict[str, Any]:
                 ],
                 "requestBody": {
                     "required": True,
-                    "content": {"application/json": {"schema": {"$ref": ref.format(model=model.__name__)}}},
+                    "content": {"application/json": {"schema": {"$ref": ref.format(model=body.__name__)}}},
                 },
                 "responses": {"2XX": {"description": "Acknowledged: the event is delivered"}},
             }

@@ -129,18 +129,14 @@ def emit_contact_events(
     _write(session, account_id, hooks, event_type, contact_bodies(events, emails), now)
 
 
-def emit_campaign_sent(session: Session, account_id: int, data: dict[str, Any], now: datetime) -> None:
-    """Tell the account's webhooks that a campaign finished sending (`data` names it under `campaign`)."""
-    hooks = _hooks_wanting(session, account_id, EventType.CAMPAIGN_SENT)
+def emit_campaign_event(
+    session: Session, account_id: int, event_type: EventType, data: dict[str, Any], now: datetime
+) -> None:
+    """Tell the account's webhooks what happened to a campaign (`data` names it under `campaign`):
+    it finished sending, or its sender paused, resumed or cancelled it."""
+    hooks = _hooks_wanting(session, account_id, event_type)
     if hooks:
-        _write(
-            session,
-            account_id,
-            hooks,
-            EventType.CAMPAIGN_SENT,
-            [(f"campaign:{data['campaign']['id']}", data)],
-            now,
-        )
+        _write(session, account_id, hooks, event_type, [(f"campaign:{data['campaign']['id']}", data)], now)
 
 
 def emit_per_account(

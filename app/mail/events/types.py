@@ -13,6 +13,10 @@ class EventType(StrEnum):
     CONTACT_OPENED = "contact.opened"
     CONTACT_CLICKED = "contact.clicked"
     CAMPAIGN_SENT = "campaign.sent"
+    # Added after the others (an event's bit is its position: stored masks keep their meaning).
+    CAMPAIGN_PAUSED = "campaign.paused"
+    CAMPAIGN_RESUMED = "campaign.resumed"
+    CAMPAIGN_CANCELLED = "campaign.cancelled"
 
     @property
     def bit(self) -> int:

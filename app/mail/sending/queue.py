@@ -3,7 +3,8 @@
 Every function here is one short transaction run by a worker (`db.transaction`); none does network I/O.
 The life of a deliverable: `queued` -> (claimed) `sending` with a lease -> `sent`, `failed` or `bounced`,
 or back to `queued` with a later `send_after` (an SMTP 4xx, pacing, the daily cap, an expired lease).
-`cancelled` is a queued row whose contact, automation or campaign went away.
+`cancelled` is a queued row whose contact, automation or campaign went away, or whose campaign its
+sender cancelled. Rows of a held campaign (paused or cancelled by its sender) are not claimed.
 """
 
 from __future__ import annotations
@@ -183,6 +184,7 @@ def fan_out_due(session: Session, now: datetime, limit: int = 10) -> dict[int, i
             Campaign.sent_at.is_(None),
             Campaign.deleted_at.is_(None),
             Campaign.automation_id.is_(None),
+            Campaign.held_at.is_(None),  # paused or cancelled before it started
         )
         .order_by(Campaign.scheduled_at, Campaign.id)
         .limit(limit)
@@ -254,13 +256,15 @@ def claim_batch(
 def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
     """Up to `size` due deliverables, locked, in queue order, each with its contact's address and names
     and whether the contact can still receive (the last column)."""
-    # Campaigns of paused automations, usually none, looked up first so that the claim below filters
-    # on the deliverables' own columns: PostgreSQL misjudges a NOT EXISTS there and sorts the whole
-    # queue instead of reading its index in order.
+    # Campaigns of paused automations and campaigns held by their sender (paused or cancelled), usually
+    # none, looked up first so that the claim below filters on the deliverables' own columns:
+    # PostgreSQL misjudges a NOT EXISTS there and sorts the whole queue instead of reading its index in
+    # order.
     paused = session.scalars(
         select(Campaign.id)
         .join(Automation, Automation.id == Campaign.automation_id)
         .where(Automation.active.is_not(True))
+        .union(select(Campaign.id).where(Campaign.held_at.is_not(None)))
     ).all()
     due = [Deliverable.state == DeliverableState.QUEUED, Deliverable.send_after <= now]
     if paused:

@@ -1,0 +1,65 @@
+"""The campaigns held by their sender (paused or cancelled), as a send worker last read them.
+
+The claim skips held campaigns, but a worker may hold a batch it claimed just before a pause committed.
+Before starting each email it asks `HeldCampaigns.current()`, which reads the held campaigns again when
+its last reading is older than MAX_AGE (one indexed query, shared by every lane of the process, and
+only while emails are being sent); an email of a held campaign is not started and goes back to the
+queue. So no email of a campaign starts later than MAX_AGE after its pause committed, plus the time of
+one reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.models import Campaign
+
+MAX_AGE = 0.1
+
+
+def held_campaign_ids(session: Session) -> frozenset[int]:
+    """The ids of the held campaigns (through the partial index `ix_campaigns_held`)."""
+    return frozenset(session.scalars(select(Campaign.id).where(Campaign.held_at.is_not(None))))
+
+
+class HeldCampaigns:
+    """`read` is a blocking function (one transaction) that returns the held campaigns' ids; it runs in
+    a worker thread."""
+
+    def __init__(
+        self,
+        read: Callable[[], frozenset[int]],
+        *,
+        max_age: float = MAX_AGE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._read = read
+        self._max_age = max_age
+        self._clock = clock
+        self.last: frozenset[int] = frozenset()
+        # When the reading in `last` started: a reading is as old as the moment it was asked for.
+        self._read_at = float("-inf")
+        self._reading: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def current(self) -> frozenset[int]:
+        """The held campaigns' ids, read no longer than `max_age` ago."""
+        if self._clock() - self._read_at < self._max_age:
+            return self.last
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # a worker driven by several asyncio.run() calls in turn (tests)
+            self._loop, self._reading = loop, None
+        if self._reading is None or self._reading.done():
+            self._reading = loop.create_task(self._reload())
+        await asyncio.shield(self._reading)
+        return self.last
+
+    async def _reload(self) -> None:
+        asked_at = self._clock()
+        self.last = await asyncio.to_thread(self._read)
+        self._read_at = asked_at
