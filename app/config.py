@@ -339,6 +339,19 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} is not a domain name (write it as bounces.example.com)")
         return value
 
+    @field_validator("smtp_helo_name")
+    @classmethod
+    def _helo_name_is_a_host(cls, value: str) -> str:
+        value = value.strip().lower().rstrip(".")
+        if value and not BOUNCE_DOMAIN.fullmatch(value):
+            try:
+                ip_address(value)
+            except ValueError:
+                raise ValueError(
+                    f"{value!r} is neither a host name nor an IP address (write it as mail.example.com)"
+                ) from None
+        return value
+
     @field_validator("bounce_imap_url")
     @classmethod
     def _bounce_imap_url_parses(cls, value: str) -> str:
