@@ -66,6 +66,7 @@ async def sendgrid_events(request: Request) -> Events:
             key,
             request.headers.get(sendgrid.SIGNATURE_HEADER),
             request.headers.get(sendgrid.TIMESTAMP_HEADER),
+            utcnow(),
         )
     except sendgrid.BadSignature as exc:
         raise Unauthenticated() from exc
@@ -75,7 +76,7 @@ async def mailgun_events(request: Request) -> Events:
     key = app_state(request).settings.mailgun_webhook_signing_key
     _turned_on(key)
     try:
-        return mailgun.read(await request.body(), key)
+        return mailgun.read(await request.body(), key, utcnow())
     except mailgun.BadSignature as exc:
         raise Unauthenticated() from exc
 
@@ -91,7 +92,10 @@ def _error(description: str) -> dict[str, Any]:
 
 
 RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: _error("Unsigned or wrongly signed (or without the secret): nothing changed"),
+    401: _error(
+        "Unsigned or wrongly signed (or without the secret), signed more than 5 minutes from now, or a "
+        "Mailgun token used before with another body: nothing changed"
+    ),
     404: _error("The provider's setting is empty: the route is off"),
     413: _error("The body is larger than 2 MiB"),
     422: _error("The body is not what the provider sends"),

@@ -10,6 +10,7 @@ from app.models.forms import Form, FormList
 from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, User, UserSession
 from app.models.lists import ContactList
 from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
+from app.models.provider_tokens import ProviderToken
 from app.models.states import (
     TERMINAL_RUN_STATES,
     ActionKind,
@@ -68,6 +69,7 @@ __all__ = [
     "OAuthClient",
     "OAuthToken",
     "PersonalToken",
+    "ProviderToken",
     "RunState",
     "Source",
     "Suppression",
