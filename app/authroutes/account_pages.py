@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 from starlette.background import BackgroundTask
 
+from app.authroutes.body import read_form
 from app.authroutes.pages import local_path, page, redirect, sign_in_form, sign_in_url, with_cookies
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
@@ -33,7 +34,7 @@ TokenId = Annotated[int, PathParam(ge=1, le=2**31 - 1)]
 
 
 async def _form(request: Request) -> dict[str, str]:
-    form = await request.form()
+    form = await read_form(request)
     return {key: value for key, value in form.items() if isinstance(value, str)}
 
 

@@ -10,6 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.background import BackgroundTask
 
+from app.authroutes.body import read_form
 from app.authroutes.pages import page, redirect, sign_in_form, this_path, with_cookies
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
@@ -78,7 +79,7 @@ async def authorize_decision(
     db: SessionDep,
     settings: SettingsDep,
 ) -> Response:
-    form = await request.form()
+    form = await read_form(request)
     pairs = [(key, value) for key, value in form.multi_items() if isinstance(value, str)]
     decision = dict(pairs).get("decision")
     pairs = [(key, value) for key, value in pairs if key != "decision"]
@@ -102,7 +103,7 @@ async def token_endpoint(request: Request, db: SessionDep, settings: SettingsDep
     # RFC 6749 3.2: form-encoded parameters only; anything else reads as no parameters.
     pairs = []
     if content_type == "application/x-www-form-urlencoded":
-        form = await request.form()
+        form = await read_form(request)
         pairs = [(key, value) for key, value in form.multi_items() if isinstance(value, str)]
     exchange = await run_in_threadpool(exchange_token, db, settings, pairs, request.headers)
     reply = exchange.reply

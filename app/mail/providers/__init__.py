@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 
 from app.db import upsert
 from app.kit.errors import DomainError, ValidationFailed
-from app.mail.bounces import MAX_BODY_BYTES, MAX_REPORTS, BodyTooLarge, Report, apply_reports
+from app.mail.bounces import MAX_REPORTS, Report, apply_reports
 from app.mail.input import laravel_errors
 from app.mail.sending.queue import BounceRule
 from app.models import ProviderToken
@@ -128,9 +128,7 @@ def remember(session: Session, single_use: SingleUse, now: datetime) -> None:
 
 
 def load_json(body: bytes) -> Any:
-    """The body as JSON, or 413 / 422."""
-    if len(body) > MAX_BODY_BYTES:
-        raise BodyTooLarge()
+    """The body (read within MAX_BODY_BYTES by the route) as JSON, or 422."""
     try:
         return json.loads(body)
     except (ValueError, RecursionError) as exc:

@@ -62,7 +62,7 @@ def verify(signing_key: str, signature: Any) -> tuple[datetime, str]:
 
 def read(body: bytes, signing_key: str, now: datetime) -> Events:
     """The verified body's event as reports, with its token to remember; BadSignature (also for a
-    stale timestamp), or 413 / 422 (ValidationFailed)."""
+    stale timestamp), or 422 (ValidationFailed)."""
     payload = load_json(body)
     if not isinstance(payload, dict):
         raise BadSignature()

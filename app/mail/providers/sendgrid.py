@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from app.kit.errors import DomainError
-from app.mail.bounces import MAX_BODY_BYTES, BodyTooLarge, Report
+from app.mail.bounces import Report
 from app.mail.providers import (
     Events,
     Hardness,
@@ -94,9 +94,7 @@ def verify(setting: str, signature: str | None, timestamp: str | None, body: byt
 
 
 def read(body: bytes, setting: str, signature: str | None, timestamp: str | None, now: datetime) -> Events:
-    """The verified body's events as reports; BadSignature, or 413 / 422 (ValidationFailed)."""
-    if len(body) > MAX_BODY_BYTES:
-        raise BodyTooLarge()
+    """The verified body's events as reports; BadSignature, or 422 (ValidationFailed)."""
     verify(setting, signature, timestamp, body, now)
     payload = load_json(body)
     if not isinstance(payload, list):

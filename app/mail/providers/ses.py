@@ -90,7 +90,7 @@ class SnsMessage:
 
 
 def parse(body: bytes) -> SnsMessage:
-    """An SNS message's fields (strings); BadSignature when it is unsigned, or 413 / 422."""
+    """An SNS message's fields (strings); BadSignature when it is unsigned, or 422."""
     payload = an_object(load_json(body), "body")
     kind = payload.get("Type")
     if kind not in TYPES:
@@ -218,7 +218,7 @@ class SnsClient:
 
 async def read(body: bytes, *, topics: str, url_prefix: str, client: SnsClient, now: datetime) -> Events:
     """A verified SNS message's reports. BadSignature, TopicNotAccepted, SnsUnreachable,
-    or 413 / 422."""
+    or 422."""
     message = parse(body)
     if not accepts_topic(topics, message.fields["TopicArn"]):
         raise TopicNotAccepted()
