@@ -3,7 +3,9 @@
 The scheduler collects every domain's jobs (a `kit.jobs.JobSet` from each domain's `jobs.py`) and runs
 each `Job` as a loop. A job that did work runs again at once (draining a queue); one that found nothing
 sleeps for its interval. A job that raises is logged and retried after its interval: the loop never
-dies. (A job framework such as APScheduler adds nothing to loops of this shape, so the house uses plain
+dies. While the database is unreachable a failing job backs off instead (2, 4, 8 s) and the outage is
+one log line every few seconds (`db.note_unreachable`), not a traceback a round.
+(A job framework such as APScheduler adds nothing to loops of this shape, so the house uses plain
 tasks, as docs/architecture.md says; several processes share the queues through row locks.)
 
 This is also where one domain's jobs are wired to another's, so that neither imports the other: the
