@@ -4,6 +4,8 @@ and PostgreSQL differ."""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,11 +15,14 @@ from typing import Annotated, Any
 from anyio import CancelScope
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
-from psycopg_pool import AsyncConnectionPool
+from psycopg import OperationalError as PsycopgOperationalError
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from sqlalchemy import ColumnElement, Engine, any_, bindparam, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import psycopg
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolSlotTimeout
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 from sqlalchemy.types import TypeEngine
 from starlette.requests import HTTPConnection
@@ -28,6 +33,31 @@ from app.state import app_state
 # starts as a read under a deferred BEGIN fails with SQLITE_BUSY_SNAPSHOT when another writer committed
 # in between, without waiting for the busy timeout; taking the write lock up front makes writers queue.
 SQLITE_IMMEDIATE = "tidings_sqlite_immediate"
+# How long a request (or job) waits for a connection, a free pool slot or a new connection, before the
+# database counts as unreachable: long enough for a busy pool to turn over, short enough that a lost
+# database is a 503 within seconds rather than a hung request.
+DATABASE_WAIT_SECONDS = 2
+# Clients are told to come back after this many seconds (Retry-After) while it is unreachable.
+RETRY_AFTER_SECONDS = 5
+# At most one log line about it this often, however many requests and jobs fail meanwhile.
+OUTAGE_LOG_EVERY_SECONDS = 5.0
+# What losing the database raises: no connection, a broken one, or no pool slot in time (on SQLite, a
+# lock held past the busy timeout reads the same: come back later).
+UNREACHABLE = (OperationalError, InterfaceError, PoolSlotTimeout, PsycopgOperationalError, PoolTimeout)
+
+outage_log = logging.getLogger("tidings.database")
+_last_outage_line = [0.0]
+
+
+def note_unreachable(exc: BaseException) -> None:
+    """One warning line about the unreachable database, at most every OUTAGE_LOG_EVERY_SECONDS (every
+    failing request and job calls this: a traceback each would bury the log)."""
+    now = time.monotonic()
+    if now - _last_outage_line[0] < OUTAGE_LOG_EVERY_SECONDS:
+        return
+    _last_outage_line[0] = now
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    outage_log.warning("the database is unreachable: %s: %s", type(exc).__name__, first_line)
 
 
 def is_sqlite_url(url: str) -> bool:
@@ -43,6 +73,9 @@ def create_db_engine(url: str, **kwargs: Any) -> Engine:
     kwargs.setdefault("pool_size", 40)
     kwargs.setdefault("max_overflow", 0)
     kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_timeout", DATABASE_WAIT_SECONDS)
+    if "connect_timeout" not in make_url(url).query:  # the operator's own, in the URL, wins
+        kwargs.setdefault("connect_args", {"connect_timeout": DATABASE_WAIT_SECONDS})
     return create_engine(url, **kwargs)
 
 
@@ -237,7 +270,12 @@ def make_async_pool(url: str, max_size: int = 16) -> AsyncConnectionPool:
     that run on the event loop (authentication, contact listings). Opened and closed by the app."""
     conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     return AsyncConnectionPool(
-        conninfo, min_size=1, max_size=max_size, kwargs={"autocommit": True}, open=False
+        conninfo,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"autocommit": True, "connect_timeout": DATABASE_WAIT_SECONDS},
+        timeout=DATABASE_WAIT_SECONDS,
+        open=False,
     )
 
 

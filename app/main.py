@@ -22,11 +22,14 @@ from app.config import Settings
 from app.console.pages import CONSOLE, error_page
 from app.console.router import install_console
 from app.db import (
+    RETRY_AFTER_SECONDS,
+    UNREACHABLE,
     create_db_engine,
     is_sqlite_url,
     make_async_pool,
     make_session_factory,
     make_write_session_factory,
+    note_unreachable,
 )
 from app.docs_routes import install_docs_routes, install_openapi_routes
 from app.feeds.router import feed_routers
@@ -101,6 +104,16 @@ def install_error_handlers(app: FastAPI) -> None:
         log.info("client disconnected during %s %s", request.method, request.url.path)
         return Response(status_code=499)
 
+    async def on_database_unreachable(request: Request, exc: Exception) -> JSONResponse:
+        # Not a bug of this request: the database is gone for now. One line now and then, and a 503
+        # in the interface's own shape telling the client when to come back.
+        note_unreachable(exc)
+        error = DomainError(
+            503, "The database is unreachable for now; try again shortly.", code="database_unavailable"
+        )
+        headers = {**rate_headers(request), "Retry-After": str(RETRY_AFTER_SECONDS)}
+        return JSONResponse(error_body(request, error), status_code=503, headers=headers)
+
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         error = DomainError(500, "Server Error.", code="internal_error")
@@ -110,6 +123,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_request_validation)
     app.add_exception_handler(ClientDisconnect, on_client_gone)
+    for unreachable in UNREACHABLE:
+        app.add_exception_handler(unreachable, on_database_unreachable)
     app.add_exception_handler(Exception, on_unexpected)
 
 

@@ -3,7 +3,9 @@
 The scheduler collects every domain's jobs (a `kit.jobs.JobSet` from each domain's `jobs.py`) and runs
 each `Job` as a loop. A job that did work runs again at once (draining a queue); one that found nothing
 sleeps for its interval. A job that raises is logged and retried after its interval: the loop never
-dies. (A job framework such as APScheduler adds nothing to loops of this shape, so the house uses plain
+dies. While the database is unreachable a failing job backs off instead (2, 4, 8 s) and the outage is
+one log line every few seconds (`db.note_unreachable`), not a traceback a round.
+(A job framework such as APScheduler adds nothing to loops of this shape, so the house uses plain
 tasks, as docs/architecture.md says; several processes share the queues through row locks.)
 
 This is also where one domain's jobs are wired to another's, so that neither imports the other: the
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
+from app.db import UNREACHABLE, note_unreachable
 from app.feeds.jobs import FeedJobs
 from app.identity.jobs import IdentityJobs
 from app.kit.jobs import Job, JobSet
@@ -36,6 +39,9 @@ log = logging.getLogger("tidings.scheduler")
 # the wire, record them and put back what they had not started): under the 10 s `docker compose stop`
 # gives before it kills.
 STOP_GRACE_SECONDS = 8.0
+# While the database is unreachable a job waits 2, 4, 8 s... between rounds, at most this long (so it
+# is back at work within seconds of the database's return).
+MAX_OUTAGE_BACKOFF = 8.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,17 +144,27 @@ class Scheduler:
                 await domain.aclose()
 
     async def _loop(self, job: Job) -> None:
+        failures = 0
         while not self._stopping.is_set():
             try:
                 did = await job.run()
             except asyncio.CancelledError:
                 raise
+            except UNREACHABLE as exc:
+                # The database is gone for now: one line now and then for all jobs, and each job waits
+                # longer after each failed round (up to MAX_OUTAGE_BACKOFF) instead of hammering it.
+                note_unreachable(exc)
+                failures += 1
+                did = 0
             except Exception:
                 log.exception("background job %r failed; retrying in %.1f s", job.name, job.interval)
                 did = 0
+            else:
+                failures = 0
             if not did:
                 # Asleep until the next round, or until a stop.
+                wait = max(job.interval, min(2.0**failures, MAX_OUTAGE_BACKOFF)) if failures else job.interval
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), job.interval)
+                    await asyncio.wait_for(self._stopping.wait(), wait)
             else:
                 await asyncio.sleep(0)

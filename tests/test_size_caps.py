@@ -19,7 +19,7 @@ from app.authroutes.v1_auth import Credentials, DevicePollInput, SignupInput, To
 from app.feeds import specs as feed_specs
 from app.identity import accounts, passwords
 from app.kit import v1_input
-from app.mail import bounce_mailbox, bounces, campaign_rules, providers, webhook_service
+from app.mail import bounce_mailbox, bounces, campaign_rules, webhook_service
 from app.mail import field_service as fields
 from app.mail import hosted_form_service as hosted_forms
 from app.mail import input as mail_input
@@ -168,7 +168,7 @@ CODE: dict[str, list[Any]] = {
     "bounce webhook body (bytes)": [bounces.MAX_BODY_BYTES],
     "bounce reports in one request": [bounces.MAX_REPORTS],
     "bounce mailbox message read (bytes)": [bounce_mailbox.MAX_MESSAGE_BYTES],
-    "provider webhook body (bytes)": [providers.MAX_BODY_BYTES],
+    "provider webhook body (bytes)": [bounces.MAX_BODY_BYTES],
     "Amazon SNS signing certificate (bytes)": [ses.MAX_CERTIFICATE_BYTES],
     "account webhooks (`POST /webhooks`) of an account": [webhook_service.MAX_WEBHOOKS_PER_ACCOUNT],
     "account webhook `url` (characters)": [cap(WebhookCreate, "url"), contacts.MAX_WEBHOOK_URL],

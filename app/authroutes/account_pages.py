@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 from starlette.background import BackgroundTask
 
+from app.authroutes.body import read_form
 from app.authroutes.pages import local_path, page, redirect, sign_in_form, sign_in_url, with_cookies
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
@@ -38,7 +39,7 @@ ClientId = Annotated[str, PathParam(min_length=1, max_length=64)]
 
 
 async def _form(request: Request) -> dict[str, str]:
-    form = await request.form()
+    form = await read_form(request)
     return {key: value for key, value in form.items() if isinstance(value, str)}
 
 

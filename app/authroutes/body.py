@@ -1,7 +1,7 @@
 """Reading /api/auth request bodies as better-auth (better-call with zod) does: JSON only (forms too where
 a route allows them), 415 for other media types, and 400 `VALIDATION_ERROR` naming each bad field the way
 zod words it (`[body.username] Invalid input: expected string, received number`); and, Tidings' own, 413
-past MAX_BODY_BYTES."""
+past MAX_BODY_BYTES, which caps the forms of the account pages and OAuth's routes too (`read_form`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import orjson
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
+from starlette.datastructures import FormData
 
 from app.identity.auth_errors import AuthCode, auth_error
+from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import DomainError
 
 JSON_TYPE = "application/json"
@@ -31,12 +33,10 @@ def _too_large() -> DomainError:
 
 async def read_body(request: Request, *, form_allowed: bool = False) -> Any:
     """The parsed body: a JSON value, a dict of form fields, or None when there is no body."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise _too_large()
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise _too_large()
+    try:
+        raw = await read_capped(request, MAX_BODY_BYTES)
+    except BodyTooLarge as exc:
+        raise _too_large() from exc
     if not raw:
         return None
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -57,6 +57,12 @@ async def read_body(request: Request, *, form_allowed: bool = False) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise auth_error(400, AuthCode.BAD_REQUEST, "Invalid JSON in request body") from exc
+
+
+async def read_form(request: Request) -> FormData:
+    """The form of an account page or of OAuth's routes, read within MAX_BODY_BYTES (413 past it)."""
+    await read_capped(request, MAX_BODY_BYTES)
+    return await request.form()
 
 
 def js_type(value: Any) -> str:

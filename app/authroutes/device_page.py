@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
+from app.authroutes.body import read_form
 from app.authroutes.pages import DEVICE_PATH, page, redirect, sign_in_url, with_cookies
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
@@ -57,7 +58,7 @@ async def device_submit(
 ) -> Response:
     if signed_in is None:
         return with_cookies(redirect(sign_in_url(DEVICE_PATH)), response)
-    form = await request.form()
+    form = await read_form(request)
     raw_code, decision = form.get("user_code"), form.get("decision")
     code = raw_code[:CODE_INPUT_MAX_LENGTH] if isinstance(raw_code, str) else ""
     user = signed_in.user

@@ -11,6 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.background import BackgroundTask
 
+from app.authroutes.body import read_form
 from app.authroutes.pages import page, redirect, sign_in_form, this_path, with_cookies
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
@@ -81,7 +82,7 @@ async def authorize_decision(
     db: SessionDep,
     settings: SettingsDep,
 ) -> Response:
-    form = await request.form()
+    form = await read_form(request)
     pairs = [(key, value) for key, value in form.multi_items() if isinstance(value, str)]
     decision = dict(pairs).get("decision")
     pairs = [(key, value) for key, value in pairs if key != "decision"]
@@ -104,7 +105,7 @@ async def _form_pairs(request: Request) -> list[tuple[str, str]]:
     # RFC 6749 3.2 (and RFC 7009 2.1): form-encoded parameters only; anything else reads as none.
     if content_type != "application/x-www-form-urlencoded":
         return []
-    form = await request.form()
+    form = await read_form(request)
     return [(key, value) for key, value in form.multi_items() if isinstance(value, str)]
 
 

@@ -37,7 +37,7 @@ from app.identity.tokens import create_token_for, live_personal_tokens, revoke_p
 from app.kit.errors import DomainError, NotFound
 from app.kit.openapi import request_body
 from app.kit.time import utcnow
-from app.kit.v1_input import JsonBody, invalid, read_json, validate
+from app.kit.v1_input import JsonBody, invalid, read_json, read_v1_body, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.models import PersonalToken, User
@@ -570,7 +570,7 @@ def poll_device(request: Request, body: JsonBody) -> DeviceTokenOut:
 async def complete_device(
     request: Request, user_code: Annotated[str, Path(max_length=64)], user: V1User, db: SessionDep
 ) -> DeviceCompleteOut:
-    raw = await request.body()
+    raw = await read_v1_body(request)
     approve = True
     if raw.strip():
         approve = validate(DeviceCompleteInput, await read_json(request)).approve

@@ -1,9 +1,9 @@
 """`tidings bounces ingest`: one bounce (a DSN) on standard input, as a Postfix pipe transport hands it over.
 
 The exit status follows sysexits.h, which Postfix's pipe(8) reads: 0 when the message was applied or
-ignored (not a bounce, or naming no email of ours: retrying would not change that), 75 (EX_TEMPFAIL)
-when the database cannot be reached or fails, so Postfix keeps the message and tries again later, 78
-(EX_CONFIG) when the settings are unusable.
+ignored (not a bounce, unreadable, or naming no email of ours: retrying would not change that), 75
+(EX_TEMPFAIL) when the database cannot be reached or fails, so Postfix keeps the message and tries again
+later, 78 (EX_CONFIG) when the settings are unusable.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from fastapi import Depends, Request
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import DomainError
 from app.kit.ids import normalize_ulid
 
@@ -144,14 +145,20 @@ def validate(model: type[ModelT], data: Any) -> ModelT:
         raise invalid(field_errors(exc, tags=union_tags(model))) from exc
 
 
+async def read_v1_body(request: Request) -> bytes:
+    """The raw body, or 400 with `body` named past MAX_BODY_BYTES (counted while reading)."""
+    try:
+        return await read_capped(request, MAX_BODY_BYTES)
+    except BodyTooLarge as exc:
+        raise invalid({"body": [f"The body is larger than {MAX_BODY_BYTES} bytes."]}) from exc
+
+
 async def read_json(request: Request) -> Any:
     """The request body as JSON (any JSON value), or 400 with `body` named."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type and content_type != "application/json" and not content_type.endswith("+json"):
         raise invalid({"body": [f"Unsupported content type {content_type!r}: send application/json."]})
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise invalid({"body": [f"The body is larger than {MAX_BODY_BYTES} bytes."]})
+    body = await read_v1_body(request)
     if not body.strip():
         raise invalid({"body": ["A JSON body is required."]})
     try:

@@ -3,9 +3,10 @@
 Every TIDINGS_BOUNCE_IMAP_INTERVAL seconds the job logs in to the mailbox, reads up to POLL_BATCH unseen
 messages, and hands each to `bounce_mailbox.ingest_message` in its own transaction. A bounce or a
 complaint report (applied, or naming no email of ours) is then flagged \\Seen and \\Deleted and
-expunged; any other message (a human's reply) is only flagged \\Seen and left for a person to read. When the
-database fails, the message keeps its flags and the next poll reads it again. A round that filled its
-batch runs again at once.
+expunged; any other message (a human's reply, or one that cannot be read: nested too deep, say) is
+only flagged \\Seen and left for a person to read, and the poll goes on to the next. When the database
+fails, the message keeps its flags and the next poll reads it again. A round that filled its batch runs
+again at once.
 
 The URL: `imaps://user:password@host:993/INBOX` (implicit TLS), or `imap://...:143/INBOX` (plain, with
 `?starttls=1` to upgrade; `?verify=0` skips certificate checks for a self-signed test server). The

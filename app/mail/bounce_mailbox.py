@@ -30,6 +30,10 @@ A complaint (ARF, multipart/report; report-type=feedback-report, read by `arf.co
 `not-spam` and `auth-failure` reports are not complaints) is applied as a complaint report about the
 email its signed VERP address or its copied Message-ID names, never about an address alone: anyone can
 send the mailbox a report naming an address.
+
+A message nested deeper than the parser can follow (more than MAX_NESTED_PARTS multipart or message
+parts: real bounces have a handful) is not parsed at all: it is "ignored: unreadable", as is any message
+the parser or a detector cannot read. Nothing a sender writes makes ingesting fail.
 """
 
 from __future__ import annotations
@@ -59,10 +63,18 @@ from app.mail.sending.tokens import MailTokens
 from app.models import Contact, Deliverable
 
 log = logging.getLogger("tidings.bounces")
+# flufl.bounce logs each detector it runs (INFO) and every detector's exception with its traceback before
+# raising it (a message without a From header trips one): on every message that is no bounce. Its
+# failures are reported here, in one line.
+logging.getLogger("flufl.bounce").setLevel(logging.CRITICAL)
 
 # A DSN carries the delivery-status part before the returned message; what lies beyond this is not read
 # (a bounce of a 20 MB email need not be held whole).
 MAX_MESSAGE_BYTES = 1024 * 1024
+# The parser recurses once per nested multipart or message part; a real bounce holds a handful (the
+# report, the returned message, its alternatives). Counted on the raw bytes, before parsing.
+MAX_NESTED_PARTS = 64
+NESTING_HEADER = re.compile(rb"^content-type:\s*(multipart|message)/", re.IGNORECASE | re.MULTILINE)
 VERP_ADDRESS = re.compile(re.escape(VERP_PREFIX) + r"([0-9A-Za-z-]{1,40})@", re.IGNORECASE)
 UNSUBSCRIBE_ADDRESS = re.compile(re.escape(UNSUBSCRIBE_PREFIX) + r"([0-9A-Za-z-]{1,40})@", re.IGNORECASE)
 STATUS = re.compile(r"\b([245])\.\d{1,3}\.\d{1,3}\b")
@@ -74,7 +86,7 @@ RECIPIENT_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "X-Envelope
 # Where an unsubscribe request names the address it was sent to (never the returned message's headers).
 REQUEST_HEADERS = ("Delivered-To", "X-Original-To", "Envelope-To", "X-Envelope-To", "To", "Cc")
 
-Kind = Literal["hard", "blocked", "soft", "complaint", "unsubscribe", "none"]
+Kind = Literal["hard", "blocked", "soft", "complaint", "unsubscribe", "none", "unreadable"]
 BOUNCE_KINDS: tuple[Kind, ...] = ("hard", "blocked", "soft")
 # How much of a text bounce (no delivery-status part) is searched for the receiver's reply.
 MAX_DIAGNOSTIC_TEXT = 64 * 1024
@@ -106,6 +118,8 @@ class Ingested:
             if self.deliverable_id is None:
                 return "ignored: an unsubscribe request naming no email sent by Tidings"
             return f"unsubscribe request for deliverable {self.deliverable_id}"
+        if self.kind == "unreadable":
+            return "ignored: unreadable"
         if self.kind == "complaint":
             if self.deliverable_id is None:
                 return "ignored: a complaint report (ARF) naming no email sent by Tidings"
@@ -116,8 +130,20 @@ class Ingested:
         return f"{self.kind} bounce{status} of deliverable {self.deliverable_id}"
 
 
+class Unreadable(Exception):
+    """A message the parser cannot follow: nested too deep, or tripping the parser."""
+
+
 def parse_message(raw: bytes) -> Message:
-    return email.message_from_bytes(raw[:MAX_MESSAGE_BYTES], policy=email.policy.compat32)
+    """The message (its first MAX_MESSAGE_BYTES); Unreadable when nested past MAX_NESTED_PARTS."""
+    kept = raw[:MAX_MESSAGE_BYTES]
+    for nested, _ in enumerate(NESTING_HEADER.finditer(kept), start=1):
+        if nested > MAX_NESTED_PARTS:
+            raise Unreadable(f"more than {MAX_NESTED_PARTS} nested parts")
+    try:
+        return email.message_from_bytes(kept, policy=email.policy.compat32)
+    except RecursionError as exc:
+        raise Unreadable("nested deeper than the parser follows") from exc
 
 
 def read_dsn(message: Message, tokens: MailTokens, envelope_recipients: Sequence[str] = ()) -> Dsn:
@@ -148,8 +174,12 @@ def ingest_message(
     envelope_recipients: Sequence[str] = (),
 ) -> Ingested:
     """Read one message from the bounce mailbox and apply it (in the caller's transaction)."""
-    message = parse_message(raw)
-    dsn = read_dsn(message, tokens, envelope_recipients)
+    try:
+        message = parse_message(raw)
+        dsn = read_dsn(message, tokens, envelope_recipients)
+    except (Unreadable, RecursionError) as exc:
+        log.info("bounce mailbox message unreadable: %s", exc)
+        return Ingested("unreadable", None, None, applied=False)
     if dsn.kind == "complaint":
         complaint = complaint_report(message)
         if complaint is None:  # a `not-spam` or `auth-failure` report, or a malformed one
@@ -300,8 +330,8 @@ def _status_of(message: Message) -> tuple[Kind, str | None, str | None]:
         return "none", None, None
     try:
         temporary, permanent = all_failures(message)
-    except Exception:  # a heuristic detector tripping over odd input: not a bounce we can read
-        log.warning("flufl.bounce could not read a message", exc_info=True)
+    except Exception as exc:  # a heuristic detector tripping over odd input: not a bounce we can read
+        log.info("flufl.bounce's detectors could not read a message: %s: %s", type(exc).__name__, exc)
         return "none", None, None
     if permanent:
         reply = _reply_in_text(message)

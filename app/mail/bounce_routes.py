@@ -16,8 +16,10 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db import SessionDep
 from app.identity.dependencies import Unauthenticated
+from app.kit.body import read_capped
 from app.kit.errors import NotFound
 from app.kit.time import utcnow
+from app.mail.bounces import MAX_BODY_BYTES
 from app.mail.providers import Events, apply_events, mailgun, postmark, sendgrid, ses
 from app.mail.schemas import ErrorOut, WebhookAnswer
 from app.mail.sending.queue import BounceRule
@@ -38,7 +40,7 @@ async def ses_events(request: Request) -> Events:
     client = state.sns_client
     try:
         return await ses.read(
-            await request.body(),
+            await read_capped(request, MAX_BODY_BYTES),
             topics=settings.ses_topic_arns,
             url_prefix=settings.ses_sns_url_prefix,
             client=client,
@@ -54,7 +56,7 @@ async def postmark_events(request: Request) -> Events:
     token = request.query_params.get("token") or request.headers.get(postmark.TOKEN_HEADER)
     if not postmark.authenticated(secret, request.headers.get("authorization", ""), token):
         raise Unauthenticated()
-    return postmark.read(await request.body())
+    return postmark.read(await read_capped(request, MAX_BODY_BYTES))
 
 
 async def sendgrid_events(request: Request) -> Events:
@@ -62,10 +64,11 @@ async def sendgrid_events(request: Request) -> Events:
     _turned_on(key)
     try:
         return sendgrid.read(
-            await request.body(),
+            await read_capped(request, MAX_BODY_BYTES),
             key,
             request.headers.get(sendgrid.SIGNATURE_HEADER),
             request.headers.get(sendgrid.TIMESTAMP_HEADER),
+            utcnow(),
         )
     except sendgrid.BadSignature as exc:
         raise Unauthenticated() from exc
@@ -75,7 +78,7 @@ async def mailgun_events(request: Request) -> Events:
     key = app_state(request).settings.mailgun_webhook_signing_key
     _turned_on(key)
     try:
-        return mailgun.read(await request.body(), key)
+        return mailgun.read(await read_capped(request, MAX_BODY_BYTES), key, utcnow())
     except mailgun.BadSignature as exc:
         raise Unauthenticated() from exc
 
@@ -91,7 +94,10 @@ def _error(description: str) -> dict[str, Any]:
 
 
 RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: _error("Unsigned or wrongly signed (or without the secret): nothing changed"),
+    401: _error(
+        "Unsigned or wrongly signed (or without the secret), signed more than 5 minutes from now, or a "
+        "Mailgun token used before with another body: nothing changed"
+    ),
     404: _error("The provider's setting is empty: the route is off"),
     413: _error("The body is larger than 2 MiB"),
     422: _error("The body is not what the provider sends"),

@@ -54,7 +54,7 @@ from pydantic_core import PydanticCustomError
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.kit.errors import DomainError, ValidationFailed
+from app.kit.errors import ValidationFailed
 from app.mail.blocked import Refusal, record_blocked
 from app.mail.bounce_classes import BounceClass, classify
 from app.mail.contact_service import cancel_queued, unsubscribe_contacts
@@ -105,15 +105,9 @@ class Report(BaseModel):
 _REPORTS = TypeAdapter(list[Report])
 
 
-class BodyTooLarge(DomainError):
-    def __init__(self) -> None:
-        super().__init__(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
-
-
 def parse_reports(body: bytes) -> list[Report]:
-    """The webhook's body as reports, or 413 / 422 (never an exception of the parser's own)."""
-    if len(body) > MAX_BODY_BYTES:
-        raise BodyTooLarge()
+    """The webhook's body (read within MAX_BODY_BYTES) as reports, or 422 (never an exception of the
+    parser's own)."""
     try:
         parsed = json.loads(body)
     except (ValueError, RecursionError) as exc:

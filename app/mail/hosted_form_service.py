@@ -54,6 +54,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.identity.principal import principal_of
+from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import DomainError, ValidationFailed
 from app.kit.ratelimit import RateDecision, RateLimiter
 from app.kit.time import utcnow
@@ -152,17 +153,10 @@ class BodyProblem(DomainError):
 
 async def read_submission(request: Request) -> dict[str, Any]:
     """The submitted fields (as sent: strings, or any JSON value), or BodyProblem (413, 415, 422)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise BodyProblem(413, "The submitted form is too large.")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise BodyProblem(413, "The submitted form is too large.")
-        chunks.append(chunk)
-    body = b"".join(chunks)
+    try:
+        body = await read_capped(request, MAX_BODY_BYTES)
+    except BodyTooLarge as exc:
+        raise BodyProblem(413, "The submitted form is too large.") from exc
     if not body.strip():
         return {}  # nothing sent: the email field is required (422), whatever the content type
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()

@@ -20,6 +20,7 @@ from fastapi import Depends, Request
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import ValidationFailed
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -111,9 +112,10 @@ async def read_input(request: Request) -> RawInput:
     data: dict[str, Any] = nest_pairs(parse_qsl(request.url.query, keep_blank_values=True))
     if request.method in ("GET", "HEAD", "DELETE"):
         return RawInput(normalize(data))
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        return RawInput(normalize(data), f"The request body is larger than {MAX_BODY_BYTES} bytes.")
+    try:
+        body = await read_capped(request, MAX_BODY_BYTES)
+    except BodyTooLarge as exc:
+        return RawInput(normalize(data), exc.message)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     problem = None
     if not body.strip():

@@ -306,13 +306,29 @@ class WebhookAnswer(BaseModel):
 
 
 class WebhookOut(Out):
-    """An account webhook (beyond SendFox). `secret` signs every delivery (Standard Webhooks)."""
+    """An account webhook (beyond SendFox). Its signing secret is shown once, when it is made (or
+    rotated), never again."""
 
     id: str
     url: str
     events: list[str]
-    secret: str
     created_at: Timestamp
+
+
+class WebhookCreatedOut(WebhookOut):
+    """The webhook just made, with its signing secret (Standard Webhooks): keep it, it is not shown
+    again."""
+
+    secret: str
+
+
+class WebhookSecretOut(Out):
+    """A webhook's new signing secret, shown this once. Until `previous_secret_expires_at` every
+    delivery carries a signature by the previous secret too (`webhook-signature` holds both)."""
+
+    id: str
+    secret: str
+    previous_secret_expires_at: Timestamp
 
 
 class WebhookAttemptOut(Out):

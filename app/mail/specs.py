@@ -274,3 +274,12 @@ class WebhookCreate(BaseModel):
     url: Annotated[str, Field(min_length=1, max_length=MAX_WEBHOOK_URL), AfterValidator(_webhook_url)]
     events: Annotated[list[EventType], Field(min_length=1, max_length=64)]
     secret: Annotated[str, Field(max_length=100), AfterValidator(_webhook_secret)] | None = None
+
+
+class WebhookRotate(BaseModel):
+    """`POST /webhooks/{id}/rotate-secret` (beyond SendFox): optionally the new signing secret (made for
+    you when missing)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    secret: Annotated[str, Field(max_length=100), AfterValidator(_webhook_secret)] | None = None

@@ -29,10 +29,11 @@ from fastapi.responses import HTMLResponse
 
 from app.db import SessionDep, WriteSessionDep
 from app.identity.dependencies import Unauthenticated, bearer_token
+from app.kit.body import read_capped
 from app.kit.errors import NotFound
 from app.kit.templates import html_page
 from app.kit.time import utcnow
-from app.mail.bounces import Report, apply_reports, parse_reports
+from app.mail.bounces import MAX_BODY_BYTES, Report, apply_reports, parse_reports
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import MailTokens
 from app.mail.tracking_service import (
@@ -151,7 +152,7 @@ async def bounce_reports(request: Request) -> list[Report]:
     # Digests of equal length: compare_digest would otherwise tell the secret's length by its timing.
     if not hmac.compare_digest(_digest(given), _digest(secret)):
         raise Unauthenticated()
-    return parse_reports(await request.body())
+    return parse_reports(await read_capped(request, MAX_BODY_BYTES))
 
 
 def _digest(value: str) -> bytes:

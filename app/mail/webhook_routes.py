@@ -12,8 +12,16 @@ from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail import webhook_service
 from app.mail.input import MailInput, validate
-from app.mail.schemas import ErrorOut, MessageOut, Page, WebhookAttemptOut, WebhookOut
-from app.mail.specs import WebhookCreate
+from app.mail.schemas import (
+    ErrorOut,
+    MessageOut,
+    Page,
+    WebhookAttemptOut,
+    WebhookCreatedOut,
+    WebhookOut,
+    WebhookSecretOut,
+)
+from app.mail.specs import WebhookCreate, WebhookRotate
 
 router = APIRouter(tags=["Webhooks"])
 
@@ -33,7 +41,7 @@ def get_webhooks(request: Request, session: SessionDep, principal: PaidMailUser)
 
 @router.post(
     "/webhooks",
-    response_model=WebhookOut,
+    response_model=WebhookCreatedOut,
     status_code=201,
     summary="Create a webhook (beyond SendFox)",
     responses={422: {"model": ErrorOut}},
@@ -69,6 +77,21 @@ def delete_webhook(webhook_id: WebhookId, session: SessionDep, principal: PaidMa
         session, webhook_service.find_webhook(session, principal.account.id, webhook_id)
     )
     return MessageOut(message="Webhook deleted.")
+
+
+@router.post(
+    "/webhooks/{webhook_id}/rotate-secret",
+    response_model=WebhookSecretOut,
+    summary="Rotate a webhook's signing secret (beyond SendFox)",
+    responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+    openapi_extra={**BEYOND_SENDFOX, **request_body(WebhookRotate, media_types=(JSON, FORM), required=False)},
+)
+def rotate_webhook_secret(
+    webhook_id: WebhookId, session: SessionDep, principal: PaidMailUser, raw: MailInput
+) -> dict[str, Any]:
+    """A new signing secret, shown this once; the previous one keeps signing beside it for 24 hours."""
+    hook = webhook_service.find_webhook(session, principal.account.id, webhook_id)
+    return webhook_service.rotate_secret(session, hook, validate(WebhookRotate, raw, status=422))
 
 
 @router.get(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+from datetime import timedelta
 from typing import Any
 
 from fastapi import Request
@@ -18,13 +19,16 @@ from app.mail.common import paginate
 from app.mail.events.delivery import message_id
 from app.mail.events.emit import emit_test_event
 from app.mail.events.types import EventType, mask_of
-from app.mail.specs import WebhookCreate
+from app.mail.specs import WebhookCreate, WebhookRotate
 from app.models import AccountWebhook, WebhookAttempt, WebhookEvent
 
 WEBHOOKS_PER_PAGE = 100
 ATTEMPTS_PER_PAGE = 100
 # Each endpoint gets its own copy of every event it asks for: a few are plenty.
 MAX_WEBHOOKS_PER_ACCOUNT = 20
+# After a rotation the previous secret signs beside the new one this long: a day for the receiver's
+# owner to deploy the new secret (as Svix and the Standard Webhooks reference servers allow).
+ROTATION_GRACE = timedelta(hours=24)
 
 
 def new_secret() -> str:
@@ -37,7 +41,6 @@ def webhook_view(hook: AccountWebhook) -> dict[str, Any]:
         "id": hook.id,
         "url": hook.url,
         "events": list(hook.events),
-        "secret": hook.secret,
         "created_at": hook.created_at,
     }
 
@@ -61,7 +64,18 @@ def create_webhook(session: Session, account_id: int, body: WebhookCreate) -> di
     )
     session.add(hook)
     session.flush()
-    return webhook_view(hook)
+    return {**webhook_view(hook), "secret": hook.secret}
+
+
+def rotate_secret(session: Session, hook: AccountWebhook, body: WebhookRotate) -> dict[str, Any]:
+    """A new secret (the given one, or a new one); the current one signs beside it for ROTATION_GRACE.
+    A second rotation within the grace period drops the oldest secret at once: two sign at most."""
+    now = utcnow()
+    hook.previous_secret = hook.secret
+    hook.previous_secret_until = now + ROTATION_GRACE
+    hook.secret = body.secret or new_secret()
+    session.flush()
+    return {"id": hook.id, "secret": hook.secret, "previous_secret_expires_at": hook.previous_secret_until}
 
 
 def find_webhook(session: Session, account_id: int, webhook_id: str) -> AccountWebhook:

@@ -11,6 +11,7 @@ from app.models.forms import Form, FormList
 from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, User, UserSession
 from app.models.lists import ContactList
 from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
+from app.models.provider_tokens import ProviderToken
 from app.models.rejections import BlockedRejection
 from app.models.states import (
     TERMINAL_RUN_STATES,
@@ -72,6 +73,7 @@ __all__ = [
     "OAuthClient",
     "OAuthToken",
     "PersonalToken",
+    "ProviderToken",
     "RunState",
     "Source",
     "Suppression",

@@ -34,6 +34,10 @@ class AccountWebhook(Base):
     event_mask: Mapped[int] = mapped_column(default=0)
     # The Standard Webhooks signing secret (`whsec_` and base64); the receiver holds the same.
     secret: Mapped[str] = mapped_column(String(100))
+    # The secret before the last rotation: deliveries are signed with it too until previous_secret_until,
+    # so receivers can switch to the new one within that grace period.
+    previous_secret: Mapped[str | None] = mapped_column(String(100), default=None)
+    previous_secret_until: Mapped[datetime | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column()
 
 

@@ -435,3 +435,17 @@ Content-Type: text/plain; charset=us-ascii
 
 {"I am away until Monday." if auto_reply else "unsubscribe"}
 """)
+
+
+def nested_multiparts(depth: int, verp: str = "bounces@example.org") -> bytes:
+    """A message of `depth` multiparts, each the only part of the one around it (1,000 of them are
+    about 68 KB, and more than Python's email parser can follow)."""
+    head = f"From: mailer@example.org\nTo: {verp}\nSubject: nested\nMIME-Version: 1.0\n"
+    opening = "".join(f"Content-Type: multipart/mixed; boundary=b{n}\n\n--b{n}\n" for n in range(depth))
+    closing = "".join(f"\n--b{n}--\n" for n in reversed(range(depth)))
+    return _crlf(head + opening + "Content-Type: text/plain\n\nhello\n" + closing)
+
+
+def without_from(verp: str) -> bytes:
+    """A message with no From header: one of flufl.bounce's detectors raises on it."""
+    return _crlf(f"To: {verp}\nSubject: no sender\n\nhello\n")

@@ -1,14 +1,15 @@
 """Account webhooks (events out): the /webhooks routes, and the events they receive, signed as Standard
 Webhooks specifies, checked by the `standardwebhooks` library on a loopback receiver: every event
 type, retries on 5xx with the same `webhook-id`, no retry on 4xx, order per contact, the delivery log,
-replays, the 24-hour limit and a dead worker's events."""
+replays, the 24-hour limit and a dead worker's events; the secret shown only when made or rotated, and
+a rotation's grace period, in which deliveries carry a signature by each secret."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -124,7 +125,11 @@ def test_create_list_get_and_delete_a_webhook(client: TestClient, api_user: ApiU
     assert set(made) == {"id", "url", "events", "secret", "created_at"}
     listed = client.get("/webhooks", headers=api_user.headers).json()
     assert [hook["id"] for hook in listed["data"]] == [made["id"]] and listed["total"] == 1
-    assert client.get(f"/webhooks/{made['id']}", headers=api_user.headers).json() == made
+    # The secret is shown once, in the 201: never again.
+    shown = {key: value for key, value in made.items() if key != "secret"}
+    assert listed["data"] == [shown]
+    assert client.get(f"/webhooks/{made['id']}", headers=api_user.headers).json() == shown
+    assert made["secret"] not in client.get("/webhooks", headers=api_user.headers).text
     gone = client.delete(f"/webhooks/{made['id']}", headers=api_user.headers)
     assert gone.status_code == 200 and gone.json() == {"message": "Webhook deleted."}
     assert client.get(f"/webhooks/{made['id']}", headers=api_user.headers).status_code == 404
@@ -199,6 +204,62 @@ def test_an_account_has_at_most_twenty_webhooks(client: TestClient, api_user: Ap
         "/webhooks", json={"url": "https://e.com", "events": ["contact.opened"]}, headers=api_user.headers
     )
     assert answer.status_code == 422 and "url" in answer.json()["errors"]
+
+
+def test_a_rotated_secret_is_shown_once_and_the_old_one_signs_beside_it_for_a_day(
+    client: TestClient, api_user: ApiUser, upstream: Upstream, deliver: Any, clock: TimeMachineFixture
+) -> None:
+    upstream.serve("/hook", "", 204)
+    hook = create_hook(client, api_user, upstream.url("/hook"), ["contact.subscribed"])
+    old = hook["secret"]
+    before = utcnow()
+    rotated = client.post(f"/webhooks/{hook['id']}/rotate-secret", headers=api_user.headers)
+    assert rotated.status_code == 200, rotated.text
+    new = rotated.json()["secret"]
+    assert new.startswith("whsec_") and new != old
+    assert set(rotated.json()) == {"id", "secret", "previous_secret_expires_at"}
+    assert rotated.json()["id"] == hook["id"]
+    expires = datetime.fromisoformat(rotated.json()["previous_secret_expires_at"])
+    assert before + timedelta(hours=24) <= expires <= utcnow() + timedelta(hours=24)
+    for shown in (
+        client.get("/webhooks", headers=api_user.headers),
+        client.get(f"/webhooks/{hook['id']}", headers=api_user.headers),
+    ):
+        assert new not in shown.text and old not in shown.text
+
+    news = create_list(client, api_user)["id"]
+    create_contact(client, api_user, "ann@example.com", lists=[news])
+    assert deliver() == 1
+    [during] = upstream.requests_to("/hook")
+    assert len(during.headers["webhook-signature"].split(" ")) == 2
+    # A receiver with either secret verifies the delivery (the library takes any matching signature).
+    assert Webhook(old).verify(during.body, during.headers) == Webhook(new).verify(
+        during.body, during.headers
+    )
+
+    clock.shift(timedelta(hours=24, seconds=1))
+    create_contact(client, api_user, "bob@example.com", lists=[news])
+    assert deliver() == 1
+    after = upstream.requests_to("/hook")[1]
+    assert len(after.headers["webhook-signature"].split(" ")) == 1
+    Webhook(new).verify(after.body, after.headers)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(old).verify(after.body, after.headers)
+
+
+def test_a_rotation_may_take_the_new_secret_and_refuses_garbage(
+    client: TestClient, api_user: ApiUser, make_user: Any
+) -> None:
+    hook = create_hook(client, api_user, "https://example.com/hook")
+    given = "whsec_" + base64.b64encode(b"n" * 32).decode()
+    rotate = f"/webhooks/{hook['id']}/rotate-secret"
+    answer = client.post(rotate, json={"secret": given}, headers=api_user.headers)
+    assert answer.status_code == 200 and answer.json()["secret"] == given
+    bad = client.post(rotate, json={"secret": "whsec_%%%"}, headers=api_user.headers)
+    assert bad.status_code == 422 and "secret" in bad.json()["errors"]
+    theirs = create_hook(client, make_user(), "https://example.com/theirs")
+    assert client.post(f"/webhooks/{theirs['id']}/rotate-secret", headers=api_user.headers).status_code == 404
+    assert client.post(rotate).status_code == 401
 
 
 # ------------------------------------------------------------------------------------------- events

@@ -62,6 +62,32 @@ def test_the_worker_reads_dsns_from_the_imap_mailbox(sent: Sent, engine: Engine,
     assert "bounce-mailbox-pass" not in log  # the password never reaches the log
 
 
+def test_an_unreadable_message_is_flagged_and_the_ones_after_it_are_read(
+    sent: Sent, engine: Engine, dovecot: Dovecot
+) -> None:
+    deep, hard = sent.take(), sent.take()
+    dovecot.deliver(dsn_samples.nested_multiparts(1000, deep.mail_from))
+    dovecot.deliver(dsn_samples.without_from(deep.mail_from))
+    dovecot.deliver(dsn_samples.gmail(hard.mail_from, hard.address, hard.message_id))
+    with shipped_worker(
+        sent.database_url,
+        sent.var_dir,
+        "https://mail.example.org",
+        TIDINGS_BOUNCE_DOMAIN=BOUNCE_DOMAIN,
+        TIDINGS_BOUNCE_IMAP_URL=dovecot.url,
+        TIDINGS_BOUNCE_IMAP_INTERVAL="0.5",
+    ) as worker:
+        wait_until(lambda: state_of(engine, hard) == ("bounced", True, True), "the bounce after it", worker)
+        # The bounce is expunged; the unreadable message and the one without a sender stay, seen.
+        wait_until(lambda: len(dovecot.flags()) == 2, "the bounce deleted from the mailbox", worker)
+        assert all("\\Seen" in flags for flags in dovecot.flags())
+    log = worker.output()
+    assert log.count("ignored: unreadable") == 1
+    assert f"hard bounce (5.1.1) of deliverable {hard.deliverable_id}" in log
+    assert state_of(engine, deep) == ("sent", False, False)
+    # (shipped_worker fails the test on any traceback in the log.)
+
+
 def test_a_mailbox_that_refuses_the_login_is_logged_and_retried(
     database_url: str, dovecot: Dovecot, tmp_path: Path
 ) -> None:

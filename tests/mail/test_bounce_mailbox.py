@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.mail.bounce_imap import ImapMailbox
-from app.mail.bounce_mailbox import parse_message, read_dsn
+from app.mail.bounce_mailbox import MAX_NESTED_PARTS, Unreadable, parse_message, read_dsn
 from app.mail.sending.tokens import MailTokens
 from app.models import BlockedRejection, Contact, Deliverable, Suppression
 from tests.mail import dsn_samples
@@ -239,6 +239,31 @@ def test_forged_or_foreign_bounces_change_nothing(sent: Sent, engine: Engine) ->
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip().startswith(said)
     assert state_of(engine, email) == ("sent", False, False)
+
+
+def test_a_message_nested_past_the_cap_is_ignored_as_unreadable_and_nothing_logs_a_traceback(
+    sent: Sent, engine: Engine
+) -> None:
+    email = sent.take()
+    deep = dsn_samples.nested_multiparts(1000, email.mail_from)
+    assert 50_000 < len(deep) < 70_000
+    for dsn, said in [
+        (deep, "ignored: unreadable"),
+        (dsn_samples.nested_multiparts(MAX_NESTED_PARTS + 1, email.mail_from), "ignored: unreadable"),
+        (dsn_samples.without_from(email.mail_from), "ignored: not a bounce"),
+        (dsn_samples.human_reply(email.mail_from), "ignored: not a bounce"),
+    ]:
+        done = ingest(sent, dsn)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == said
+        assert "Traceback" not in done.stderr, done.stderr
+    assert state_of(engine, email) == ("sent", False, False)
+
+
+def test_the_nesting_cap_is_counted_before_parsing() -> None:
+    parse_message(dsn_samples.nested_multiparts(MAX_NESTED_PARTS - 1))  # the cap, with the text part
+    with pytest.raises(Unreadable):
+        parse_message(dsn_samples.nested_multiparts(MAX_NESTED_PARTS + 1))
 
 
 def test_an_unreachable_database_is_a_temporary_failure_for_postfix_to_retry(

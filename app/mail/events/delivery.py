@@ -120,7 +120,10 @@ class EventDelivery(JobSet):
             "Content-Type": "application/json",
             "webhook-id": msg_id,
             "webhook-timestamp": str(int(started.timestamp())),
-            "webhook-signature": self._signer(event.secret).sign(msg_id, started, event.body),
+            # Standard Webhooks: several signatures, space-separated; a receiver accepts any it can verify.
+            "webhook-signature": " ".join(
+                self._signer(secret).sign(msg_id, started, event.body) for secret in event.secrets
+            ),
         }
         result = await call_webhook(
             self.http,

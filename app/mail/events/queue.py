@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import (
     Integer,
@@ -54,7 +54,8 @@ class ClaimedEvent:
     id: int
     webhook_id: str
     url: str
-    secret: str
+    # The endpoint's secret, and during a rotation's grace period the previous one: each signs.
+    secrets: tuple[str, ...]
     type: str
     body: str
     # This attempt's number (1 for the first); also the fence when it is recorded.
@@ -71,7 +72,7 @@ class Attempted:
 
 
 @cache
-def _due_events() -> Select[int, str, str, str, str, str, int, datetime]:
+def _due_events() -> Select[*tuple[Any, ...]]:
     """The claim's query, built once: every worker runs it twice a second per lane even with nothing to
     deliver, and building it (an aliased table's clauses are made afresh each time) cost several times
     what running it on an empty outbox does (about 4 ms of CPU a call before)."""
@@ -88,6 +89,8 @@ def _due_events() -> Select[int, str, str, str, str, str, int, datetime]:
             WebhookEvent.webhook_id,
             AccountWebhook.url,
             AccountWebhook.secret,
+            AccountWebhook.previous_secret,
+            AccountWebhook.previous_secret_until,
             WebhookEvent.type,
             WebhookEvent.body,
             WebhookEvent.attempts,
@@ -119,10 +122,25 @@ def claim_events(session: Session, now: datetime, limit: int, lease: timedelta) 
     )
     return [
         ClaimedEvent(
-            row.id, row.webhook_id, row.url, row.secret, row.type, row.body, row.attempts + 1, row.created_at
+            row.id,
+            row.webhook_id,
+            row.url,
+            _signing_secrets(row.secret, row.previous_secret, row.previous_secret_until, now),
+            row.type,
+            row.body,
+            row.attempts + 1,
+            row.created_at,
         )
         for row in rows
     ]
+
+
+def _signing_secrets(
+    secret: str, previous: str | None, previous_until: datetime | None, now: datetime
+) -> tuple[str, ...]:
+    if previous is not None and previous_until is not None and now < previous_until:
+        return (secret, previous)
+    return (secret,)
 
 
 def _next_state(attempted: Attempted, now: datetime) -> dict[str, object]:

@@ -6,6 +6,8 @@
 
 The signature is the hex HMAC-SHA256 of timestamp + token under the webhook signing key
 (TIDINGS_MAILGUN_WEBHOOK_SIGNING_KEY); without it, or wrong, 401 and nothing is read further.
+Mailgun does not sign the event, so a signature alone proves little: its timestamp (Unix seconds) must
+be fresh and its token is single-use (app/mail/providers/__init__.py), else 401 as well.
 `failed` with severity `permanent` is a hard bounce (or a blocked one, when `delivery-status` carries a
 policy refusal such as 5.7.1: bounce_classes.py), `temporary` a soft one; `complained` is a
 complaint and `unsubscribed` an unsubscribe; other events (delivered, opened, ...) are skipped. The
@@ -16,9 +18,22 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from datetime import UTC, datetime
 from typing import Any
 
-from app.mail.providers import Events, Hardness, an_object, invalid, load_json, make_report, text_or_none
+from app.mail.providers import (
+    Events,
+    Hardness,
+    SingleUse,
+    an_object,
+    fresh,
+    invalid,
+    load_json,
+    make_report,
+    text_or_none,
+)
+
+PROVIDER = "mailgun"
 
 
 class BadSignature(Exception):
@@ -29,8 +44,8 @@ def sign(signing_key: str, timestamp: str, token: str) -> str:
     return hmac.new(signing_key.encode(), (timestamp + token).encode(), hashlib.sha256).hexdigest()
 
 
-def verify(signing_key: str, signature: Any) -> None:
-    """Raises BadSignature unless `signature` is Mailgun's for this key."""
+def verify(signing_key: str, signature: Any) -> tuple[datetime, str]:
+    """The signed time and token; BadSignature unless `signature` is Mailgun's for this key."""
     if not isinstance(signature, dict):
         raise BadSignature()
     timestamp, token, given = (signature.get(k) for k in ("timestamp", "token", "signature"))
@@ -41,14 +56,26 @@ def verify(signing_key: str, signature: Any) -> None:
     expected = sign(signing_key, timestamp, token)
     if not hmac.compare_digest(expected.encode(), given.lower().encode("utf-8", "surrogateescape")):
         raise BadSignature()
+    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12):
+        raise BadSignature()
+    return datetime.fromtimestamp(int(timestamp), UTC), token
 
 
-def read(body: bytes, signing_key: str) -> Events:
-    """The verified body's event as reports; BadSignature, or 413 / 422 (ValidationFailed)."""
+def read(body: bytes, signing_key: str, now: datetime) -> Events:
+    """The verified body's event as reports, with its token to remember; BadSignature (also for a
+    stale timestamp), or 422 (ValidationFailed)."""
     payload = load_json(body)
     if not isinstance(payload, dict):
         raise BadSignature()
-    verify(signing_key, payload.get("signature"))
+    signed_at, token = verify(signing_key, payload.get("signature"))
+    if not fresh(signed_at, now):
+        raise BadSignature()
+    events = _events(payload)
+    events.single_use = SingleUse(PROVIDER, token, body, signed_at)
+    return events
+
+
+def _events(payload: dict[str, Any]) -> Events:
     event = an_object(payload.get("event-data"), "event-data")
     kind = event.get("event")
     message = event.get("message")

@@ -58,7 +58,7 @@ def authenticated(secret: str, authorization: str, token: str | None) -> bool:
 
 
 def read(body: bytes) -> Events:
-    """The record as reports, or 413 / 422 (ValidationFailed)."""
+    """The record as reports, or 422 (ValidationFailed)."""
     record = an_object(load_json(body), "body")
     report = _report(record)
     return Events([report]) if report is not None else Events(skipped=1)

@@ -7,7 +7,8 @@
 The signed webhook sends `X-Twilio-Email-Event-Webhook-Signature` (base64 of an ECDSA P-256 SHA-256
 signature, DER) and `X-Twilio-Email-Event-Webhook-Timestamp`; the signed bytes are the timestamp
 followed by the body as it came. The verification key (TIDINGS_SENDGRID_WEBHOOK_PUBLIC_KEY) is the
-base64 DER public key SendGrid shows, or the same in PEM. Unsigned or wrongly signed: 401.
+base64 DER public key SendGrid shows, or the same in PEM. Unsigned or wrongly signed: 401; so is a
+timestamp (Unix seconds) that is not fresh (app/mail/providers/__init__.py).
 
 Events: `bounce` of type `bounce` is a hard bounce, of type `blocked` a blocked one, unless its `status`
 and `reason` (the receiver's code and words) say otherwise (bounce_classes.py); `dropped` (SendGrid
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from datetime import UTC, datetime
 from functools import lru_cache
 
 from cryptography.exceptions import InvalidSignature
@@ -28,8 +30,17 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from app.kit.errors import DomainError
-from app.mail.bounces import MAX_BODY_BYTES, BodyTooLarge, Report
-from app.mail.providers import Events, Hardness, ReportType, an_object, invalid, load_json, make_report
+from app.mail.bounces import Report
+from app.mail.providers import (
+    Events,
+    Hardness,
+    ReportType,
+    an_object,
+    fresh,
+    invalid,
+    load_json,
+    make_report,
+)
 
 SIGNATURE_HEADER = "X-Twilio-Email-Event-Webhook-Signature"
 TIMESTAMP_HEADER = "X-Twilio-Email-Event-Webhook-Timestamp"
@@ -66,10 +77,15 @@ def public_key(setting: str) -> ec.EllipticCurvePublicKey:
     return key
 
 
-def verify(setting: str, signature: str | None, timestamp: str | None, body: bytes) -> None:
-    """Raises BadSignature unless `signature` signs timestamp + body under the configured key."""
+def verify(setting: str, signature: str | None, timestamp: str | None, body: bytes, now: datetime) -> None:
+    """Raises BadSignature unless `signature` signs timestamp + body under the configured key and the
+    timestamp is fresh."""
     key = public_key(setting)
     if not signature or not timestamp:
+        raise BadSignature()
+    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12):
+        raise BadSignature()
+    if not fresh(datetime.fromtimestamp(int(timestamp), UTC), now):
         raise BadSignature()
     try:
         der = base64.b64decode(signature, validate=True)
@@ -78,11 +94,9 @@ def verify(setting: str, signature: str | None, timestamp: str | None, body: byt
         raise BadSignature() from exc
 
 
-def read(body: bytes, setting: str, signature: str | None, timestamp: str | None) -> Events:
-    """The verified body's events as reports; BadSignature, or 413 / 422 (ValidationFailed)."""
-    if len(body) > MAX_BODY_BYTES:
-        raise BodyTooLarge()
-    verify(setting, signature, timestamp, body)
+def read(body: bytes, setting: str, signature: str | None, timestamp: str | None, now: datetime) -> Events:
+    """The verified body's events as reports; BadSignature, or 422 (ValidationFailed)."""
+    verify(setting, signature, timestamp, body, now)
     payload = load_json(body)
     if not isinstance(payload, list):
         raise invalid("body", "The request body must be an array of events.")

@@ -6,7 +6,8 @@ Subject (when present), Timestamp, TopicArn, Type for notifications; Message, Me
 Timestamp, Token, TopicArn, Type for (un)subscription confirmations. The key is in the X.509
 certificate at `SigningCertURL`, which must be https://sns.<region>.amazonaws.com/....pem (the TLS
 connection to Amazon vouches for it), or start with TIDINGS_SES_SNS_URL_PREFIX when that is set
-(tests); certificates are fetched once and kept. Any message whose signature does not verify is 401.
+(tests); certificates are fetched once and kept. Any message whose signature does not verify is 401,
+and so is one whose `Timestamp` is not fresh (app/mail/providers/__init__.py).
 
 A signed message proves SNS sent it, not whose topic it is: only topics in TIDINGS_SES_TOPIC_ARNS are
 accepted (403 otherwise; `*` accepts any). The route is off (404) while that setting is empty.
@@ -43,7 +44,16 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from app.kit.errors import DomainError
 from app.kit.safe_http import OutboundError, SafeHttp
-from app.mail.providers import Events, Hardness, an_object, header_value, invalid, load_json, make_report
+from app.mail.providers import (
+    Events,
+    Hardness,
+    an_object,
+    fresh,
+    header_value,
+    invalid,
+    load_json,
+    make_report,
+)
 
 NOTIFICATION_FIELDS = ("Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type")
 CONFIRMATION_FIELDS = ("Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type")
@@ -82,7 +92,7 @@ class SnsMessage:
 
 
 def parse(body: bytes) -> SnsMessage:
-    """An SNS message's fields (strings); BadSignature when it is unsigned, or 413 / 422."""
+    """An SNS message's fields (strings); BadSignature when it is unsigned, or 422."""
     payload = an_object(load_json(body), "body")
     kind = payload.get("Type")
     if kind not in TYPES:
@@ -155,6 +165,17 @@ def verify_signature(message: SnsMessage, certificate_pem: bytes, now: datetime)
         raise BadSignature() from exc
 
 
+def signed_time(message: SnsMessage) -> datetime:
+    """The message's `Timestamp` (ISO 8601, UTC): BadSignature when it is not one."""
+    try:
+        signed_at = datetime.fromisoformat(message.fields["Timestamp"])
+    except ValueError as exc:
+        raise BadSignature() from exc
+    if signed_at.tzinfo is None:
+        raise BadSignature()
+    return signed_at
+
+
 class SnsClient:
     """Fetches SNS signing certificates (kept, the last 32 by URL) and confirmation URLs, through the
     SSRF-safe client. One per app."""
@@ -199,7 +220,7 @@ class SnsClient:
 
 async def read(body: bytes, *, topics: str, url_prefix: str, client: SnsClient, now: datetime) -> Events:
     """A verified SNS message's reports. BadSignature, TopicNotAccepted, SnsUnreachable,
-    or 413 / 422."""
+    or 422."""
     message = parse(body)
     if not accepts_topic(topics, message.fields["TopicArn"]):
         raise TopicNotAccepted()
@@ -207,6 +228,8 @@ async def read(body: bytes, *, topics: str, url_prefix: str, client: SnsClient, 
     if not allowed_url(certificate_url, url_prefix, pem=True):
         raise BadSignature()
     verify_signature(message, await client.certificate(certificate_url), now)
+    if not fresh(signed_time(message), now):
+        raise BadSignature()
     if message.type == "SubscriptionConfirmation":
         subscribe_url = message.fields["SubscribeURL"]
         if not allowed_url(subscribe_url, url_prefix, pem=False):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,6 +16,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.x509.oid import NameOID
 
+from app.kit.time import utcnow
 from app.mail.providers import mailgun
 from app.mail.providers.ses import CONFIRMATION_FIELDS, NOTIFICATION_FIELDS
 
@@ -55,16 +57,27 @@ class SnsSigner:
         return {**message, "SignatureVersion": version, "Signature": base64.b64encode(signature).decode()}
 
 
+def sns_time(at: datetime | None = None) -> str:
+    """SNS's `Timestamp` (ISO 8601, milliseconds, Z) of `at`, or of now: a message is signed when sent."""
+    return (at or utcnow()).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def sns_notification(
-    message: dict[str, Any], cert_url: str, *, topic: str = TOPIC, subject: bool = False
+    message: dict[str, Any],
+    cert_url: str,
+    *,
+    topic: str = TOPIC,
+    subject: bool = False,
+    published: datetime | None = None,
 ) -> dict[str, Any]:
-    """SNS's HTTP notification around an SES notification (unsigned: SnsSigner.sign adds it)."""
+    """SNS's HTTP notification around an SES notification (unsigned: SnsSigner.sign adds it),
+    published now unless told when."""
     body = {
         "Type": "Notification",
         "MessageId": "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324",
         "TopicArn": topic,
         "Message": json.dumps(message),
-        "Timestamp": "2026-11-25T12:00:00.000Z",
+        "Timestamp": sns_time(published),
         "SigningCertURL": cert_url,
         "UnsubscribeURL": "https://sns.us-west-2.amazonaws.com/?Action=Unsubscribe&SubscriptionArn=" + topic,
     }
@@ -83,7 +96,7 @@ def sns_subscription_confirmation(subscribe_url: str, cert_url: str, *, topic: s
         "Message": f"You have chosen to subscribe to the topic {topic}.\n"
         "To confirm the subscription, visit the SubscribeURL included in this message.",
         "SubscribeURL": subscribe_url,
-        "Timestamp": "2026-11-25T12:00:00.000Z",
+        "Timestamp": sns_time(),
         "SigningCertURL": cert_url,
     }
 
@@ -225,7 +238,9 @@ class SendGridSigner:
         )
         return base64.b64encode(der).decode()
 
-    def headers(self, body: bytes, timestamp: str = "1764072000") -> dict[str, str]:
+    def headers(self, body: bytes, timestamp: str | None = None) -> dict[str, str]:
+        """The signature headers of `body`, signed now unless `timestamp` (Unix seconds) says when."""
+        timestamp = timestamp or str(int(utcnow().timestamp()))
         signature = self.key.sign(timestamp.encode() + body, ec.ECDSA(hashes.SHA256()))
         return {
             "X-Twilio-Email-Event-Webhook-Signature": base64.b64encode(signature).decode(),
@@ -256,9 +271,13 @@ def sendgrid_event(event: str, email: str, smtp_id: str | None, **more: Any) -> 
 def mailgun_body(
     signing_key: str,
     event_data: dict[str, Any],
-    token: str = "a8ce0edb2dd8301dee6c2405235584e45aa91d1e9f979f3de0",
+    token: str | None = None,
+    signed_at: datetime | None = None,
 ) -> dict[str, Any]:
-    timestamp = "1529006854"
+    """A signed webhook as Mailgun sends it: signed now, with a new random token (as each of Mailgun's
+    requests has), unless told otherwise."""
+    timestamp = str(int((signed_at or utcnow()).timestamp()))
+    token = token or secrets.token_hex(25)
     return {
         "signature": {
             "timestamp": timestamp,

@@ -34,6 +34,16 @@ def test_a_signed_notification_verifies(signer: SnsSigner, version: str, subject
     ses.verify_signature(message(body), signer.certificate_pem, NOW)
 
 
+def test_the_signed_time_is_snss_timestamp(signer: SnsSigner) -> None:
+    at = datetime(2026, 11, 25, 12, 0, 0, 123000, tzinfo=UTC)
+    body = signer.sign(sns_notification(ses_bounce("ann@example.com", None), CERT_URL, published=at))
+    assert body["Timestamp"] == "2026-11-25T12:00:00.123Z"
+    assert ses.signed_time(message(body)) == at
+    for unreadable in ("yesterday", "2026-11-25T12:00:00", ""):
+        with pytest.raises(ses.BadSignature):
+            ses.signed_time(message({**body, "Timestamp": unreadable}))
+
+
 def test_the_string_to_sign_is_snss() -> None:
     body = {
         "Type": "Notification",

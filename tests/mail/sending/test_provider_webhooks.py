@@ -9,15 +9,20 @@ import base64
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
+from time_machine import TimeMachineFixture
 
 from app.config import Settings
+from app.kit.time import utcnow
 from app.main import create_app
+from app.models import ProviderToken
 from app.openapi_docs import mail_openapi
 from tests.conftest import ApiUser
 from tests.mail.providers.samples import (
@@ -231,6 +236,69 @@ def test_unknown_addresses_are_answered_and_ignored(webhook: Webhook) -> None:
     response = webhook.post("hard", "stranger@example.com", "<1.1.ab@example.com>")
     assert response.status_code == 200
     assert response.json()["processed"] == 0
+
+
+# ---------------------------------------------------------------------------------------------- replay
+
+
+def post_mailgun(client: TestClient, body: dict[str, Any]) -> httpx.Response:
+    return client.post("/webhooks/bounces/mailgun", json=body)
+
+
+@pytest.mark.usefixtures("clock")
+def test_a_mailgun_signature_sent_again_with_another_event_is_refused(
+    client: TestClient, api_user: ApiUser, sender: Sender, db: Session
+) -> None:
+    sent_campaign(client, api_user, sender, [ANN, BOB])
+    seen = mailgun_body(MAILGUN_KEY, {"event": "delivered", "recipient": ANN})
+    assert post_mailgun(client, seen).json() == {"processed": 0, "ignored": 1}
+    before = snapshot(client, api_user, db, (ANN, BOB))
+    forged = {**seen, "event-data": mailgun_failed(BOB, None)}
+    response = post_mailgun(client, forged)
+    assert response.status_code == 401
+    assert response.json() == {"message": "Unauthenticated."}
+    assert snapshot(client, api_user, db, (ANN, BOB)) == before
+    # Mailgun's own retry of the same request is answered as the first was.
+    assert post_mailgun(client, seen).json() == {"processed": 0, "ignored": 1}
+
+
+def test_a_stale_mailgun_signature_is_refused_and_its_token_forgotten(
+    clock: TimeMachineFixture, client: TestClient, api_user: ApiUser, sender: Sender, db: Session
+) -> None:
+    sent_campaign(client, api_user, sender, [ANN, BOB])
+    delivered = mailgun_body(MAILGUN_KEY, {"event": "delivered", "recipient": ANN})
+    assert post_mailgun(client, delivered).status_code == 200
+    clock.shift(timedelta(days=2))
+    before = snapshot(client, api_user, db, (ANN, BOB))
+    replayed = {**delivered, "event-data": mailgun_failed(BOB, None)}
+    assert post_mailgun(client, replayed).status_code == 401
+    assert snapshot(client, api_user, db, (ANN, BOB)) == before
+    # The next accepted webhook forgets the tokens whose signatures went stale.
+    fresh = mailgun_body(MAILGUN_KEY, mailgun_failed(BOB, None))
+    assert post_mailgun(client, fresh).json() == {"processed": 1, "ignored": 0}
+    assert db.scalar(select(func.count()).select_from(ProviderToken)) == 1
+
+
+@pytest.mark.usefixtures("clock")
+@pytest.mark.parametrize("provider", ["ses", "sendgrid"])
+def test_a_stale_signed_time_is_refused(
+    provider: str, client: TestClient, api_user: ApiUser, sender: Sender, sns_host: Upstream, db: Session
+) -> None:
+    sent_campaign(client, api_user, sender, [ANN])
+    before = snapshot(client, api_user, db, (ANN,))
+    for off in (timedelta(minutes=-6), timedelta(minutes=6)):
+        if provider == "ses":
+            published = utcnow() + off
+            notification = sns_notification(
+                ses_bounce(ANN, None), sns_host.url(CERT_PATH), published=published
+            )
+            content, headers = json.dumps(SNS.sign(notification)).encode(), {}
+        else:
+            content = json.dumps([sendgrid_event("bounce", ANN, None, type="bounce")]).encode()
+            headers = SENDGRID.headers(content, str(int((utcnow() + off).timestamp())))
+        response = client.post(f"/webhooks/bounces/{provider}", content=content, headers=headers)
+        assert response.status_code == 401, response.text
+    assert snapshot(client, api_user, db, (ANN,)) == before
 
 
 # ---------------------------------------------------------------------------------------------- access
