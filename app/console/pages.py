@@ -18,6 +18,7 @@ from app.authroutes.pages import redirect, sign_in_url, this_path, user_label, w
 from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
 from app.identity.principal import Principal, principal_of
+from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import DomainError
 from app.kit.templates import html_page
 from app.models import Account, User
@@ -160,19 +161,13 @@ async def read_form(request: Request) -> Form:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/x-www-form-urlencoded":
         raise DomainError(415, "A console form is sent as application/x-www-form-urlencoded.")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
-        raise DomainError(413, f"The form is larger than {MAX_FORM_BYTES} bytes.")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_FORM_BYTES:
-            raise DomainError(413, f"The form is larger than {MAX_FORM_BYTES} bytes.")
-        chunks.append(chunk)
+    try:
+        body = await read_capped(request, MAX_FORM_BYTES)
+    except BodyTooLarge as exc:
+        raise DomainError(413, f"The form is larger than {MAX_FORM_BYTES} bytes.") from exc
     try:
         pairs = parse_qsl(
-            b"".join(chunks).decode("utf-8"),
+            body.decode("utf-8"),
             keep_blank_values=True,
             strict_parsing=False,
             errors="strict",
