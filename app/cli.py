@@ -13,7 +13,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from sqlalchemy import select
@@ -145,6 +145,8 @@ def serve(
     """Migrate the database to head, then serve the three APIs."""
     import uvicorn
 
+    from app.http_supervisor import run_supervised
+
     settings = cli_settings()
     refuse_unusable_port(host, port, "--port")
     if workers < 1:
@@ -175,16 +177,20 @@ def serve(
     if no_scheduler:
         # uvicorn builds the app itself (possibly in several processes): the environment reaches them all.
         os.environ["TIDINGS_SCHEDULER"] = "false"
-    uvicorn.run(
-        "app.main:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        timeout_worker_healthcheck=worker_timeout,
-        log_level="info",
-        log_config=logging_config(settings.log_format),
-    )
+    server: dict[str, Any] = {
+        "factory": True,
+        "host": host,
+        "port": port,
+        "workers": workers,
+        "timeout_worker_healthcheck": worker_timeout,
+        "log_level": "info",
+        "log_config": logging_config(settings.log_format),
+    }
+    if workers > 1:
+        # uvicorn's supervisor, saying why it replaces a worker process (app/http_supervisor.py).
+        run_supervised(uvicorn.Config("app.main:create_app", **server))
+    else:
+        uvicorn.run("app.main:create_app", **server)
 
 
 @cli.command()

@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -199,17 +198,21 @@ def test_the_worker_health_check_timeout_reaches_uvicorns_supervisor(
 ) -> None:
     """uvicorn's own 5 s replaced busy HTTP workers of a loaded machine ten times in 70 s: the timeout
     is the operator's, 30 s unless they say."""
-    import uvicorn
+    from app import http_supervisor
 
-    started: list[dict[str, Any]] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: started.append(options))
+    started: list[tuple[int, int]] = []
+    monkeypatch.setattr(
+        http_supervisor,
+        "run_supervised",
+        lambda config: started.append((config.workers, config.timeout_worker_healthcheck)),
+    )
     # serve sets the process's logging up for uvicorn; this test process keeps its own (a handler on the
     # runner's stderr, closed after the call, would break every later test's log lines).
     monkeypatch.setattr(logging.config, "dictConfig", lambda config: None)
     port = str(free_port())
     assert tidings("serve", "--port", port, "--workers", "2").exit_code == 0
     assert tidings("serve", "--port", port, "--workers", "2", "--worker-timeout", "90").exit_code == 0
-    assert [(o["workers"], o["timeout_worker_healthcheck"]) for o in started] == [(2, 30), (2, 90)]
+    assert started == [(2, 30), (2, 90)]
     assert tidings.fails("serve", "--port", port, "--worker-timeout", "0") == (
         "error: --worker-timeout 0: give 1 or more seconds"
     )
