@@ -4,6 +4,8 @@ when none is set up, and the chain edited in place with the API's own messages."
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
@@ -11,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.kit.ids import new_ulid
 from app.mail.list_service import make_list
-from app.models import FeedItem
+from app.models import FeedItem, WatchAction
 from tests.authroutes.conftest import SAME_ORIGIN, Person, sign_in
 from tests.fake_engine import FakeEngine
 
@@ -91,19 +93,30 @@ def test_build_preview_and_save_a_newsletter_then_edit_its_chain(
     assert "Rust digest" in client.get("/console/watches").text
 
     filter_id = api["actions"][0]["id"]
+    assert 'name="config.threshold" value="0.8"' in page.text  # each config is a form of its model's fields
+    kept = {"config.engine.kind": "", "config.engine.model": "", "config.fetch_external_content": "on"}
     bad = client.post(
-        f"/console/watches/{watch_id}/actions/{filter_id}", data={"config": '{"instructions": ""}'}
+        f"/console/watches/{watch_id}/actions/{filter_id}",
+        data={**kept, "config.instructions": "  ", "config.threshold": "2"},
     )
     assert bad.status_code == 400
-    assert "config.instructions:" in bad.text
-    not_json = client.post(f"/console/watches/{watch_id}/actions", data={"kind": "log", "config": "{nope"})
-    assert not_json.status_code == 400 and "config: Must be a JSON object" in not_json.text
-
-    added = client.post(
-        f"/console/watches/{watch_id}/actions", data={"kind": "log", "config": '{"prefix": "[rust]"}'}
+    # The API's own messages, beside the fields they name, with what was typed kept.
+    assert (
+        f'id="{filter_id}-instructions-errors"' in bad.text
+        and f'id="{filter_id}-threshold-errors"' in bad.text
     )
-    assert added.status_code == 303
-    log_id = client.get(f"/v1/watches/{watch_id}").json()["actions"][2]["id"]
+    assert "less than or equal to 1" in bad.text and 'name="config.threshold" value="2"' in bad.text
+
+    log_form = {
+        "kind": "log",
+        "config.prefix": "[rust]",
+        "config.delivery": "instant",
+        "config.include_fields": "title\nurl",
+    }
+    assert client.post(f"/console/watches/{watch_id}/actions", data=log_form).status_code == 303
+    log = client.get(f"/v1/watches/{watch_id}").json()["actions"][2]
+    assert log["config"]["prefix"] == "[rust]" and log["config"]["include_fields"] == ["title", "url"]
+    log_id = log["id"]
     assert (
         client.post(
             f"/console/watches/{watch_id}/actions/{log_id}/move", data={"direction": "up"}
@@ -115,12 +128,48 @@ def test_build_preview_and_save_a_newsletter_then_edit_its_chain(
     assert client.post(f"/console/watches/{watch_id}/actions/{log_id}/delete").status_code == 303
     edited = client.post(
         f"/console/watches/{watch_id}/actions/{filter_id}",
-        data={"config": '{"instructions": "Rust only", "threshold": 0.5}'},
+        data={**kept, "config.instructions": "Rust only", "config.threshold": "0.5"},
     )
     assert edited.status_code == 303
     actions = client.get(f"/v1/watches/{watch_id}").json()["actions"]
     assert [a["kind"] for a in actions] == ["semantic_filter", "email"]
-    assert actions[0]["config"]["instructions"] == "Rust only"
+    assert actions[0]["config"]["instructions"] == "Rust only" and actions[0]["config"]["threshold"] == 0.5
+
+    # A webhook's secrets are shown masked and sent back as shown: the chain service keeps the stored ones.
+    hook = {
+        "kind": "webhook",
+        "config.url": "http://127.0.0.1:9/hook?token=s3cret",
+        "config.method": "POST",
+        "config.delivery": "instant",
+        "config.headers": "Authorization: Bearer s3cret",
+    }
+    assert client.post(f"/console/watches/{watch_id}/actions", data=hook).status_code == 303
+    hook_id = client.get(f"/v1/watches/{watch_id}").json()["actions"][2]["id"]
+    page = client.get(f"/console/watches/{watch_id}").text
+    assert "s3cret" not in page
+    shown_url = re.search(rf'id="{hook_id}-url" name="config.url"[^>]*>([^<]*)</textarea>', page)
+    shown_headers = re.search(rf'id="{hook_id}-headers" name="config.headers"[^>]*>([^<]*)</textarea>', page)
+    assert shown_url and shown_headers
+    resent = {
+        "config.url": html.unescape(shown_url.group(1)),
+        "config.method": "PUT",
+        "config.delivery": "instant",
+        "config.headers": html.unescape(shown_headers.group(1)),
+    }
+    assert client.post(f"/console/watches/{watch_id}/actions/{hook_id}", data=resent).status_code == 303
+    stored = db.get_one(WatchAction, hook_id).config
+    assert stored["method"] == "PUT" and stored["url"].endswith("token=s3cret")
+    assert stored["headers"] == {"Authorization": "Bearer s3cret"}
 
     assert client.post(f"/console/watches/{watch_id}/delete").status_code == 303
     assert client.get(f"/v1/watches/{watch_id}").status_code == 404
+
+
+def test_without_an_engine_the_watch_page_disables_the_kinds_that_need_one(console: TestClient) -> None:
+    made = console.post("/v1/watches", json={"name": "Log only", "actions": [{"kind": "log", "config": {}}]})
+    assert made.status_code in (200, 201), made.text
+    page = console.get(f"/console/watches/{made.json()['id']}").text
+    for kind in ("semantic_filter", "extract"):
+        assert f"A {kind} action cannot be added here:" in page and "TIDINGS_ENGINE_BASE_URL" in page
+        assert f'<fieldset disabled aria-describedby="new-{kind}-engine">' in page
+    assert "<fieldset><legend>The log action" in page and "<fieldset><legend>The webhook action" in page
