@@ -21,7 +21,7 @@ from app.state import app_state
 from app.watches import activity_service, chain_service, watch_service
 from app.watches.actions import ACTIONS
 from app.watches.dependencies import engines_of, rules_of
-from app.watches.specs import ActionInput
+from app.watches.specs import ActionInput, WatchPatch
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
 WATCHES = CONSOLE + "/watches"
@@ -58,6 +58,10 @@ def _watch_page(
         summary = runs["summary"]
         bars = [Bar(state, count) for state, count in summary["evaluated"].items()]
         chart = bar_chart(bars, title=f"Runs completed in the last {window}, by result")
+    deliveries = None
+    if chosen is not None and chosen["kind"] == ActionKind.WEBHOOK:
+        cursor = Cursor(RUNS_PER_PAGE, None)
+        deliveries = activity_service.delivery_page(me.db, me.account_id, chosen["id"], cursor, state=None)
     failed_key, posted, error = refused or ("", {}, None)
     by_field, _rest = action_forms.errors_by_field(error.errors or {}) if error else ({}, [])
 
@@ -86,6 +90,7 @@ def _watch_page(
         failed_key=failed_key,
         chosen=chosen,
         runs=runs,
+        deliveries=deliveries,
         summary=summary,
         chart=chart,
         window=window,
@@ -179,6 +184,26 @@ def move_action_submit(
 @router.post(WATCHES + "/{watch_id}/actions/{action_id}/delete")
 def delete_action_submit(watch_id: str, action_id: str, me: ConsoleUser) -> Response:
     chain_service.delete_action(me.db, me.principal, action_id, dry_run=False, now=utcnow())
+    return me.redirect(f"{WATCHES}/{watch_id}")
+
+
+@router.post(WATCHES + "/{watch_id}/active")
+def pause_or_resume_submit(watch_id: str, request: Request, me: ConsoleUser, form: PostedForm) -> Response:
+    """Pause or resume, as PATCH /v1/watches/{id} with `is_active` (resuming checks the chain again)."""
+    try:
+        watch_service.edit_watch(
+            me.db,
+            me.principal,
+            watch_id,
+            WatchPatch(is_active=form.text("active") == "true"),
+            dry_run=False,
+            rules=rules_of(app_state(request), me.db, me.principal),
+            now=utcnow(),
+        )
+    except DomainError as refused:
+        if refused.status == 404:
+            raise
+        return _watch_page(request, me, watch_id, refused=("", {}, refused))
     return me.redirect(f"{WATCHES}/{watch_id}")
 
 

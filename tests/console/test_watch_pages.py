@@ -7,13 +7,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
 from app.kit.ids import new_ulid
 from app.mail.list_service import make_list
-from app.models import FeedItem, WatchAction
+from app.models import FeedItem, WatchAction, WatchActionDelivery
 from tests.authroutes.conftest import SAME_ORIGIN, Person, sign_in
 from tests.fake_engine import FakeEngine
 
@@ -173,3 +174,49 @@ def test_without_an_engine_the_watch_page_disables_the_kinds_that_need_one(conso
         assert f"A {kind} action cannot be added here:" in page and "TIDINGS_ENGINE_BASE_URL" in page
         assert f'<fieldset disabled aria-describedby="new-{kind}-engine">' in page
     assert "<fieldset><legend>The log action" in page and "<fieldset><legend>The webhook action" in page
+
+
+def test_a_webhook_actions_deliveries_are_listed_and_a_watch_is_paused_and_resumed(
+    console: TestClient, db: Session, person: Person
+) -> None:
+    hook = {"kind": "webhook", "config": {"url": "http://127.0.0.1:9/hook"}}
+    made = console.post("/v1/watches", json={"name": "Hooked", "actions": [hook]}).json()
+    watch_id, action_id = made["id"], made["actions"][0]["id"]
+    moment = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+    for state, status, error in (("succeeded", 204, ""), ("failed", 500, "HTTP 500 from the receiver")):
+        db.add(
+            WatchActionDelivery(
+                id=new_ulid(),
+                account_id=person.account_id,
+                watch_id=watch_id,
+                action_id=action_id,
+                delivery="instant",
+                method="POST",
+                state=state,
+                attempt=1,
+                item_count=1,
+                http_status=status,
+                target_host="127.0.0.1:9",
+                error=error,
+                created_at=moment,
+                completed_at=moment,
+            )
+        )
+    db.flush()
+    page = console.get(f"/console/watches/{watch_id}").text
+    assert "Webhook deliveries, newest first" in page
+    assert '<td class="state-ok">succeeded</td>\n<td>204</td>' in page
+    assert '<td class="state-bad">failed</td>\n<td>500</td>' in page and "HTTP 500 from the receiver" in page
+
+    # Pause and resume: PATCH /v1/watches/{id}'s `is_active`, through the same service.
+    assert console.post(f"/console/watches/{watch_id}/active", data={"active": "false"}).status_code == 303
+    assert console.get(f"/v1/watches/{watch_id}").json()["is_active"] is False
+    assert "Resume watch" in console.get(f"/console/watches/{watch_id}").text
+    assert console.post(f"/console/watches/{watch_id}/active", data={"active": "true"}).status_code == 303
+    assert console.get(f"/v1/watches/{watch_id}").json()["is_active"] is True
+    assert (
+        console.post(
+            "/console/watches/01ARZ3NDEKTSV4RRFFQ69G5FAV/active", data={"active": "true"}
+        ).status_code
+        == 404
+    )
