@@ -1,9 +1,10 @@
 """The console in headless Chromium (Debian's `chromium`, driven by Playwright) against a real
 `tidings serve` (its scheduler on) with a local RSS host, the fake language-model engine, an SMTP sink
 and a webhook receiver: a feed made from a URL, a newsletter built from it with a filter whose draft
-holds only the kept item, sent; a webhook's test event seen in its delivery log; a domain's DKIM record
-after `tidings dkim create`. Every page is checked with axe (no serious or critical violation), at
-375 px wide, with no console error, and no request leaving the service. One server for the module."""
+holds only the kept item, sent with its Send button; a webhook's test event seen in its delivery log;
+a domain's DKIM record after `tidings dkim create`. Every page is checked with axe (no serious or
+critical violation), at 375 px wide, with no console error, and no request leaving the service. One
+server for the module."""
 
 from __future__ import annotations
 
@@ -254,8 +255,14 @@ def test_a_feed_becomes_a_filtered_newsletter_in_the_browser(visitor: Visitor, s
 
     eventually(email_run, "the email action's run naming the campaign")
 
-    sent = api.post(f"/campaigns/{campaign['id']}/send")
-    assert sent.status_code == 200, sent.text
+    # Sent from the console: the run's campaign link, Send it, then the confirmation.
+    page.get_by_role("link", name=f"campaign {campaign['id']}").click()
+    visitor.check()
+    assert "a draft: not sent" in page.text_content("#campaign-status")
+    visitor.click("Send it")
+    assert "Send this campaign now?" in page.text_content("main")
+    visitor.click("Yes, send it now")
+    assert "a draft" not in page.text_content("#campaign-status")
     delivered = eventually(lambda: served.sink.received, "the newsletter in the SMTP sink")
     assert delivered[0].recipients == ["reader@example.net"]
     assert "Rust 2.0 is out" in delivered[0].part("html")

@@ -12,9 +12,12 @@ from datetime import UTC, datetime
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from app.identity.principal import principal_of
 from app.kit.ids import new_ulid
+from app.mail.campaign_service import create_campaign
 from app.mail.list_service import make_list
-from app.models import FeedItem, WatchAction, WatchActionDelivery
+from app.mail.specs import CampaignCreate
+from app.models import Account, Campaign, FeedItem, User, WatchAction, WatchActionDelivery
 from tests.authroutes.conftest import SAME_ORIGIN, Person, sign_in
 from tests.fake_engine import FakeEngine
 
@@ -220,3 +223,42 @@ def test_a_webhook_actions_deliveries_are_listed_and_a_watch_is_paused_and_resum
         ).status_code
         == 404
     )
+
+
+def test_a_draft_is_reviewed_and_sent_after_a_confirmation(
+    console: TestClient, db: Session, person: Person
+) -> None:
+    readers = make_list(db, person.account_id, person.user_id, "Readers")
+    user, account = db.get_one(User, person.user_id), db.get_one(Account, person.account_id)
+    body = CampaignCreate(
+        title="Rust digest",
+        subject="Rust 2.0 is out",
+        html="<p>Rust 2.0 is out</p><p><a href='{{ unsubscribe_url }}'>Unsubscribe</a></p>",
+        from_name="Ada",
+        from_email="ada@example.com",
+        lists=[readers["id"]],
+    )
+    campaign_id = create_campaign(db, principal_of(user, account), body)["id"]
+    draft = f"/console/watches/01ARZ3NDEKTSV4RRFFQ69G5FAV/campaigns/{campaign_id}"
+    page = console.get(draft)
+    assert (
+        page.status_code == 200 and "a draft: not sent" in page.text and "Readers (0 contacts)" in page.text
+    )
+    assert 'srcdoc="&lt;p&gt;Rust 2.0 is out' in page.text
+
+    # Send it -> a page that asks; a post without the confirmation only leads there.
+    assert console.post(draft + "/send", data={"confirmed": ""}).headers["location"] == draft + "?confirm=1"
+    asked = console.get(draft + "?confirm=1").text
+    assert "Send this campaign now?" in asked and 'name="confirmed" value="yes"' in asked
+    sent = console.post(draft + "/send", data={"confirmed": "yes"})
+    assert sent.status_code == 303, sent.text
+    db.expire_all()
+    assert db.get_one(Campaign, campaign_id).scheduled_at is not None
+    assert "sending (queued" in console.get(draft).text
+    again = console.post(draft + "/send", data={"confirmed": "yes"})
+    assert again.status_code == 409 and "already scheduled" in again.text  # the API's own refusal
+    # Cross-site: the console's Origin guard, as on every console form.
+    foreign = console.post(
+        draft + "/send", data={"confirmed": "yes"}, headers={"Origin": "https://evil.example"}
+    )
+    assert foreign.status_code == 403
