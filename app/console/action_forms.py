@@ -32,7 +32,7 @@ ERROR_KEY = re.compile(r"config\.([A-Za-z_]+)")
 
 
 @dataclass(frozen=True)
-class Field:
+class ConfigField:
     """One form field of a config: `path` is its place in the config (`engine.kind`)."""
 
     path: str
@@ -50,7 +50,7 @@ class Field:
 class Shown:
     """A field as a page draws it, with its value and the API's messages about it."""
 
-    spec: Field
+    spec: ConfigField
     name: str
     id: str
     value: str
@@ -66,8 +66,8 @@ def _optional(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def _fields_of(model: type[BaseModel], prefix: str = "") -> list[Field]:
-    found: list[Field] = []
+def _fields_of(model: type[BaseModel], prefix: str = "") -> list[ConfigField]:
+    found: list[ConfigField] = []
     for name, info in model.model_fields.items():
         found.extend(_field(prefix + name, info))
     return found
@@ -77,7 +77,7 @@ def _label(path: str) -> str:
     return path.replace(".", " ").replace("_", " ").capitalize()
 
 
-def _field(path: str, info: FieldInfo) -> list[Field]:
+def _field(path: str, info: FieldInfo) -> list[ConfigField]:
     annotation, optional = _optional(info.annotation)
     default = None if info.default is PydanticUndefined else info.default
     hint = info.description or ""
@@ -85,30 +85,30 @@ def _field(path: str, info: FieldInfo) -> list[Field]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return _fields_of(annotation, path + ".")
     if annotation is bool:
-        return [Field(path, _label(path), "checkbox", False, default=default)]
+        return [ConfigField(path, _label(path), "checkbox", False, default=default)]
     if origin is Literal:
         choices = tuple(str(choice) for choice in get_args(annotation))
-        return [Field(path, _label(path), "select", False, choices, hint, default=default)]
+        return [ConfigField(path, _label(path), "select", False, choices, hint, default=default)]
     if annotation in (int, float):
-        return [Field(path, _label(path), "number", not info.is_required(), hint=hint, default=default)]
+        return [ConfigField(path, _label(path), "number", not info.is_required(), hint=hint, default=default)]
     if origin is list:
         (item,) = get_args(annotation)
         item = get_origin(item) or item
         parts = tuple(item.model_fields) if isinstance(item, type) and issubclass(item, BaseModel) else ()
         what = ": ".join(parts) if parts else "one"
         hint = f"One per line ({what}). {hint}".strip()
-        return [Field(path, _label(path), "lines", False, parts=parts, hint=hint, default=default)]
+        return [ConfigField(path, _label(path), "lines", False, parts=parts, hint=hint, default=default)]
     if origin is dict:
         hint = f"One per line (Name: value). {hint}".strip()
-        return [Field(path, _label(path), "lines", False, parts=("", ""), hint=hint, default=default)]
+        return [ConfigField(path, _label(path), "lines", False, parts=("", ""), hint=hint, default=default)]
     longest = max((m.max_length for m in info.metadata if isinstance(m, MaxLen)), default=0)
     widget: Literal["text", "textarea"] = "textarea" if longest > LONG_TEXT else "text"
     blank_is_absent = optional or (not info.is_required() and default is None)
-    return [Field(path, _label(path), widget, blank_is_absent, hint=hint, default=default)]
+    return [ConfigField(path, _label(path), widget, blank_is_absent, hint=hint, default=default)]
 
 
 @cache
-def fields_of(kind: str) -> tuple[Field, ...]:
+def fields_of(kind: str) -> tuple[ConfigField, ...]:
     return tuple(_fields_of(ACTIONS[ActionKind(kind)].config_model))
 
 
@@ -126,7 +126,7 @@ def _put(config: dict[str, Any], path: str, value: Any) -> None:
     config[last] = value
 
 
-def _as_text(spec: Field, value: Any) -> str:
+def _as_text(spec: ConfigField, value: Any) -> str:
     if value is None:
         return ""
     if spec.widget == "lines" and isinstance(value, dict):
@@ -155,7 +155,7 @@ def values_of_form(kind: str, form: Form) -> dict[str, str]:
     return {spec.path: form.get(PREFIX + spec.path) for spec in fields_of(kind)}
 
 
-def _entries(spec: Field, text: str) -> Any:
+def _entries(spec: ConfigField, text: str) -> Any:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not spec.parts:
         return lines

@@ -16,6 +16,7 @@ from app.mail import campaign_service
 from app.mail.campaign_check import SigningPolicy
 from app.mail.list_service import account_lists
 from app.state import SettingsDep
+from app.watches import watch_service
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
 DRAFT = WATCHES + "/{watch_id}/campaigns/{campaign_id}"
@@ -25,6 +26,7 @@ def _draft_page(
     me: ConsoleUser, watch_id: str, campaign_id: int, *, confirm: bool, error: DomainError | None = None
 ) -> Response:
     require_paid_plan(me.principal)
+    watch = watch_service.read_watch(me.db, me.account_id, watch_id)
     campaign = campaign_service.any_campaign(me.db, campaign_id, me.account_id)
     view = campaign_service.campaign_views(me.db, [campaign])[0]
     names = {row["id"]: row for row in account_lists(me.db, me.account_id)}
@@ -32,7 +34,7 @@ def _draft_page(
         "watches/campaign.html",
         section="watches",
         status=error.status if error else 200,
-        watch_id=watch_id,
+        watch=watch,
         campaign=view,
         lists=[names[list_id] for list_id in view["lists"] if list_id in names],
         is_draft=view["sent_at"] is None and view["scheduled_at"] is None,

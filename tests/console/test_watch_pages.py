@@ -169,7 +169,9 @@ def test_build_preview_and_save_a_newsletter_then_edit_its_chain(
     assert client.get(f"/v1/watches/{watch_id}").status_code == 404
 
 
-def test_without_an_engine_the_watch_page_disables_the_kinds_that_need_one(console: TestClient) -> None:
+def test_without_an_engine_the_watch_page_disables_the_kinds_that_need_one(
+    console: TestClient, db: Session, person: Person
+) -> None:
     made = console.post("/v1/watches", json={"name": "Log only", "actions": [{"kind": "log", "config": {}}]})
     assert made.status_code in (200, 201), made.text
     page = console.get(f"/console/watches/{made.json()['id']}").text
@@ -177,6 +179,28 @@ def test_without_an_engine_the_watch_page_disables_the_kinds_that_need_one(conso
         assert f"A {kind} action cannot be added here:" in page and "TIDINGS_ENGINE_BASE_URL" in page
         assert f'<fieldset disabled aria-describedby="new-{kind}-engine">' in page
     assert "<fieldset><legend>The log action" in page and "<fieldset><legend>The webhook action" in page
+
+    # The email kind's form: lists one per line, blank optional fields left to the model's defaults.
+    readers = make_list(db, person.account_id, person.user_id, "Readers")
+    email = {
+        "kind": "email",
+        "config.delivery": "digest",
+        "config.digest_interval_seconds": "86400",
+        "config.list_ids": f"{readers['id']}\n",
+        "config.subject": "",
+        "config.template": "",
+        "config.from_name": "",
+        "config.from_email": "",
+        "config.mode": "draft",
+        "config.min_interval_seconds": "",
+    }
+    watch_id = made.json()["id"]
+    refused = console.post(f"/console/watches/{watch_id}/actions", data={**email, "config.list_ids": "x"})
+    assert refused.status_code == 400 and 'id="new-email-list_ids-errors"' in refused.text
+    assert console.post(f"/console/watches/{watch_id}/actions", data=email).status_code == 303
+    config = console.get(f"/v1/watches/{watch_id}").json()["actions"][1]["config"]
+    assert config["list_ids"] == [readers["id"]] and config["mode"] == "draft" and config["subject"] is None
+    assert config["min_interval_seconds"] == 0  # the model's default for a digest
 
 
 def test_a_webhook_actions_deliveries_are_listed_and_a_watch_is_paused_and_resumed(
@@ -239,7 +263,10 @@ def test_a_draft_is_reviewed_and_sent_after_a_confirmation(
         lists=[readers["id"]],
     )
     campaign_id = create_campaign(db, principal_of(user, account), body)["id"]
-    draft = f"/console/watches/01ARZ3NDEKTSV4RRFFQ69G5FAV/campaigns/{campaign_id}"
+    made = console.post("/v1/watches", json={"name": "Digest", "actions": [{"kind": "log", "config": {}}]})
+    draft = f"/console/watches/{made.json()['id']}/campaigns/{campaign_id}"
+    unknown_watch = console.get(f"/console/watches/01ARZ3NDEKTSV4RRFFQ69G5FAV/campaigns/{campaign_id}")
+    assert unknown_watch.status_code == 404
     page = console.get(draft)
     assert (
         page.status_code == 200 and "a draft: not sent" in page.text and "Readers (0 contacts)" in page.text
