@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from app.console import (
     deliverability_routes,
+    draft_routes,
     feed_routes,
     newsletter_routes,
     settings_routes,
@@ -19,6 +20,7 @@ console_routers = (
     shell_routes.router,
     feed_routes.router,
     watch_routes.router,
+    draft_routes.router,
     newsletter_routes.router,
     webhook_routes.router,
     settings_routes.router,

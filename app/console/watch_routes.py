@@ -1,26 +1,27 @@
 """The console's Watches: the list, and a watch's chain of actions in order, edited in place (add, move
-up or down, remove, each action's config edited as the JSON the API takes, refused with the API's own
-messages), an action's runs with what each did, and its activity over the chosen window as a chart.
-Every write is the /v1 chain service's, checked by the same rules."""
+up or down, remove, each action's config as a form drawn from its kind's config model, refused with the
+API's own messages beside the fields), an action's runs with what each did, and its activity over the
+chosen window as a chart. Every write is the /v1 chain service's, checked by the same rules."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from app.console import action_forms
 from app.console.charts import Bar, bar_chart
 from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
 from app.kit.time import utcnow
-from app.kit.v1_input import Cursor, invalid, validate
+from app.kit.v1_input import Cursor, validate
 from app.models.states import ActionKind
 from app.state import app_state
 from app.watches import activity_service, chain_service, watch_service
-from app.watches.dependencies import rules_of
-from app.watches.specs import ActionInput
+from app.watches.actions import ACTIONS
+from app.watches.dependencies import engines_of, rules_of
+from app.watches.specs import ActionInput, WatchPatch
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
 WATCHES = CONSOLE + "/watches"
@@ -28,22 +29,17 @@ WATCHES_PER_PAGE = 100
 RUNS_PER_PAGE = 50
 
 
-def _config_of(form: PostedForm) -> Any:
-    try:
-        return json.loads(form.get("config") or "{}")
-    except ValueError:
-        raise invalid({"config": ['Must be a JSON object, such as {"prefix": "[rust]"}.']}) from None
-
-
 def _watch_page(
+    request: Request,
     me: ConsoleUser,
     watch_id: str,
     *,
     action_id: str = "",
     window: str = "",
-    errors: list[str] | None = None,
-    drafts: dict[str, str] | None = None,
+    refused: tuple[str, dict[str, str], DomainError] | None = None,
 ) -> Response:
+    """The watch's page; `refused` is the form the API's rules refused (its key, what was posted, the
+    refusal), drawn again with what was typed and each message beside its field."""
     watch = watch_service.read_watch(me.db, me.account_id, watch_id)
     actions = watch["actions"]
     chosen = next((a for a in actions if a["id"] == action_id), actions[0] if actions else None)
@@ -62,23 +58,44 @@ def _watch_page(
         summary = runs["summary"]
         bars = [Bar(state, count) for state, count in summary["evaluated"].items()]
         chart = bar_chart(bars, title=f"Runs completed in the last {window}, by result")
-    configs = {a["id"]: json.dumps(a["config"], indent=2, ensure_ascii=False) for a in actions}
-    configs.update(drafts or {})
+    deliveries = None
+    if chosen is not None and chosen["kind"] == ActionKind.WEBHOOK:
+        cursor = Cursor(RUNS_PER_PAGE, None)
+        deliveries = activity_service.delivery_page(me.db, me.account_id, chosen["id"], cursor, state=None)
+    failed_key, posted, error = refused or ("", {}, None)
+    by_field, _rest = action_forms.errors_by_field(error.errors or {}) if error else ({}, [])
+
+    def fields(key: str, kind: str, config: dict[str, Any] | None) -> list[action_forms.Shown]:
+        if key == failed_key:
+            return action_forms.shown_fields(kind, key, posted, by_field)
+        return action_forms.shown_fields(kind, key, action_forms.values_of_config(kind, config), {})
+
+    engine_problem = engines_of(app_state(request)).setup_problem("")
+    new_kinds = [
+        {
+            "kind": str(kind),
+            "fields": fields(f"new-{kind}", str(kind), None),
+            "engine_problem": engine_problem if ACTIONS[kind].uses_engine else None,
+        }
+        for kind in ActionKind
+    ]
     return me.page(
         "watches/watch.html",
         section="watches",
-        status=400 if errors else 200,
+        status=400 if error else 200,
         watch=watch,
         actions=actions,
-        configs=configs,
+        forms={a["id"]: fields(a["id"], a["kind"], a["config"]) for a in actions},
+        new_kinds=new_kinds,
+        failed_key=failed_key,
         chosen=chosen,
         runs=runs,
+        deliveries=deliveries,
         summary=summary,
         chart=chart,
         window=window,
         windows=activity_service.WINDOWS,
-        kinds=[str(kind) for kind in ActionKind],
-        errors=errors or [],
+        errors=messages_of(error) if error else [],
     )
 
 
@@ -91,14 +108,19 @@ def watches_page(me: ConsoleUser, after: str | None = None) -> Response:
 
 
 @router.get(WATCHES + "/{watch_id}")
-def watch_page(watch_id: str, me: ConsoleUser, action: str = "", window: str = "") -> Response:
-    return _watch_page(me, watch_id, action_id=action, window=window)
+def watch_page(
+    watch_id: str, request: Request, me: ConsoleUser, action: str = "", window: str = ""
+) -> Response:
+    return _watch_page(request, me, watch_id, action_id=action, window=window)
 
 
 @router.post(WATCHES + "/{watch_id}/actions")
 def add_action_submit(watch_id: str, request: Request, me: ConsoleUser, form: PostedForm) -> Response:
+    kind = form.text("kind")
+    if kind not in {str(known) for known in ActionKind}:
+        raise DomainError(400, f"Unknown action kind {kind!r}.")
     try:
-        item = validate(ActionInput, {"kind": form.text("kind"), "config": _config_of(form)})
+        item = validate(ActionInput, {"kind": kind, "config": action_forms.config_of_form(kind, form)})
         chain_service.add_action(
             me.db,
             me.principal,
@@ -111,7 +133,8 @@ def add_action_submit(watch_id: str, request: Request, me: ConsoleUser, form: Po
     except DomainError as refused:
         if refused.status == 404:
             raise
-        return _watch_page(me, watch_id, errors=messages_of(refused), drafts={"new": form.get("config")})
+        posted = action_forms.values_of_form(kind, form)
+        return _watch_page(request, me, watch_id, refused=(f"new-{kind}", posted, refused))
     return me.redirect(f"{WATCHES}/{watch_id}")
 
 
@@ -133,12 +156,13 @@ def edit_action_submit(
 ) -> Response:
     action = chain_service.read_action(me.db, me.account_id, action_id)
     try:
-        _edit(me, request, watch_id, action_id, {"kind": action["kind"], "config": _config_of(form)})
+        config = action_forms.config_of_form(action["kind"], form)
+        _edit(me, request, watch_id, action_id, {"kind": action["kind"], "config": config})
     except DomainError as refused:
         if refused.status == 404:
             raise
-        drafts = {action_id: form.get("config")}
-        return _watch_page(me, watch_id, action_id=action_id, errors=messages_of(refused), drafts=drafts)
+        posted = action_forms.values_of_form(action["kind"], form)
+        return _watch_page(request, me, watch_id, action_id=action_id, refused=(action_id, posted, refused))
     return me.redirect(f"{WATCHES}/{watch_id}?action={action_id}")
 
 
@@ -160,6 +184,26 @@ def move_action_submit(
 @router.post(WATCHES + "/{watch_id}/actions/{action_id}/delete")
 def delete_action_submit(watch_id: str, action_id: str, me: ConsoleUser) -> Response:
     chain_service.delete_action(me.db, me.principal, action_id, dry_run=False, now=utcnow())
+    return me.redirect(f"{WATCHES}/{watch_id}")
+
+
+@router.post(WATCHES + "/{watch_id}/active")
+def pause_or_resume_submit(watch_id: str, request: Request, me: ConsoleUser, form: PostedForm) -> Response:
+    """Pause or resume, as PATCH /v1/watches/{id} with `is_active` (resuming checks the chain again)."""
+    try:
+        watch_service.edit_watch(
+            me.db,
+            me.principal,
+            watch_id,
+            WatchPatch(is_active=form.text("active") == "true"),
+            dry_run=False,
+            rules=rules_of(app_state(request), me.db, me.principal),
+            now=utcnow(),
+        )
+    except DomainError as refused:
+        if refused.status == 404:
+            raise
+        return _watch_page(request, me, watch_id, refused=("", {}, refused))
     return me.redirect(f"{WATCHES}/{watch_id}")
 
 

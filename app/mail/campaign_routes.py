@@ -130,10 +130,7 @@ def delete_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> 
 def send_campaign(
     id: RowId, session: SessionDep, principal: PaidMailUser, settings: SettingsDep
 ) -> dict[str, Any]:
-    campaign = campaign_service.editable_campaign(session, principal, id)
-    policy = SigningPolicy.from_settings(settings)
-    campaign_check.refuse_serious_findings(session, principal.account.id, campaign, policy)
-    return campaign_service.send_campaign(session, principal, campaign)
+    return campaign_service.send_draft(session, principal, id, SigningPolicy.from_settings(settings))
 
 
 @router.get(

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from app.identity.principal import Principal
 from app.kit.errors import Conflict, DomainError, NotFound, ValidationFailed
 from app.kit.time import utcnow
+from app.mail.campaign_check import SigningPolicy, refuse_serious_findings
 from app.mail.campaign_rules import (
     check_can_send,
     check_timezone_configured,
@@ -223,6 +224,16 @@ def send_campaign(session: Session, principal: Principal, campaign: Campaign) ->
     campaign.updated_at = campaign.scheduled_at
     session.flush()
     return campaign_views(session, [campaign])[0]
+
+
+def send_draft(
+    session: Session, principal: Principal, campaign_id: int, policy: SigningPolicy
+) -> dict[str, Any]:
+    """POST /campaigns/{id}/send (and the console's Send): the account's unsent campaign, refused on a
+    serious finding of the check before send, then sent as `send_campaign` does."""
+    campaign = editable_campaign(session, principal, campaign_id)
+    refuse_serious_findings(session, principal.account.id, campaign, policy)
+    return send_campaign(session, principal, campaign)
 
 
 def editable_campaign(session: Session, principal: Principal, campaign_id: int) -> Campaign:

@@ -1,12 +1,16 @@
 """The console in headless Chromium (Debian's `chromium`, driven by Playwright) against a real
 `tidings serve` (its scheduler on) with a local RSS host, the fake language-model engine, an SMTP sink
 and a webhook receiver: a feed made from a URL, a newsletter built from it with a filter whose draft
-holds only the kept item, sent; a webhook's test event seen in its delivery log; a domain's DKIM record
-after `tidings dkim create`. Every page is checked with axe (no serious or critical violation), at
-375 px wide, with no console error, and no request leaving the service. One server for the module."""
+holds only the kept item, sent with its Send button; a webhook's test event seen in its delivery log;
+a domain's DKIM record after `tidings dkim create`. Every page is checked with axe (no serious or
+critical violation), at 375 px wide, with no console error, and no request leaving the service. One
+server for the module."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import secrets
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -14,13 +18,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
 from sqlalchemy import Engine
 
 from app.db import make_write_session_factory
+from app.identity.oauth.clients import register_client
 from app.identity.tokens import create_personal_token
 from app.kit.time import utcnow
 from app.mail.dkim_service import delete_key
@@ -254,8 +259,14 @@ def test_a_feed_becomes_a_filtered_newsletter_in_the_browser(visitor: Visitor, s
 
     eventually(email_run, "the email action's run naming the campaign")
 
-    sent = api.post(f"/campaigns/{campaign['id']}/send")
-    assert sent.status_code == 200, sent.text
+    # Sent from the console: the run's campaign link, Send it, then the confirmation.
+    page.get_by_role("link", name=f"campaign {campaign['id']}").click()
+    visitor.check()
+    assert "a draft: not sent" in page.text_content("#campaign-status")
+    visitor.click("Send it")
+    assert "Send this campaign now?" in page.text_content("main")
+    visitor.click("Yes, send it now")
+    assert "a draft" not in page.text_content("#campaign-status")
     delivered = eventually(lambda: served.sink.received, "the newsletter in the SMTP sink")
     assert delivered[0].recipients == ["reader@example.net"]
     assert "Rust 2.0 is out" in delivered[0].part("html")
@@ -299,7 +310,52 @@ def test_webhook_deliveries_and_dkim_records_in_the_browser(
         with make_write_session_factory(engine)() as session:
             delete_key(session, "example.com", "console")
             session.commit()
-    visitor.open(base + "/account/tokens")
+    _a_connected_app_is_revoked_from_tokens(visitor, served, engine)
+
+
+def _a_connected_app_is_revoked_from_tokens(visitor: Visitor, served: Served, engine: Engine) -> None:
+    """Tokens and apps (the console's Tokens section): an app connected through OAuth's consent page is
+    listed and its Revoke stops its token."""
+    page, base = visitor.page, served.base
+    callback = served.upstream.url("/callback")  # http on loopback: allowed for a redirect URI
+    served.upstream.serve("/callback", '<!doctype html><html lang="en"><title>Back</title><p>Back</p></html>')
+    with make_write_session_factory(engine)() as session:
+        owner = session.get_one(User, served.person.user_id)
+        client, secret = register_client(session, owner, "Console test app", [callback])
+        session.commit()
+        client_id = client.client_id
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    query = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": callback,
+        "scope": "mail",
+        "state": "console",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
+    visitor.open(f"{base}/oauth/authorize?{urlencode(query)}")
+    page.get_by_role("button", name="Allow", exact=True).click()
+    page.wait_for_url(callback + "?*")
+    code = parse_qs(urlsplit(page.url).query)["code"][0]
+    exchange = {"grant_type": "authorization_code", "code": code, "redirect_uri": callback}
+    tokens = httpx.post(
+        base + "/oauth/token", data={**exchange, "code_verifier": verifier}, auth=(client_id, secret or "")
+    )
+    assert tokens.status_code == 200, tokens.text
+    as_app = {"Authorization": f"Bearer {tokens.json()['access_token']}"}
+    assert httpx.get(base + "/campaigns", headers=as_app).status_code == 200
+
+    visitor.open(base + "/console/account")
+    page.get_by_role("link", name="Tokens", exact=True).click()  # the console's navigation
+    page.wait_for_load_state()
+    visitor.check()
+    assert urlsplit(page.url).path == "/account/tokens"
+    assert "Console test app" in (page.text_content("main") or "")
+    visitor.click("Revoke Console test app")
+    assert "Console test app" not in (page.text_content("main") or "")
+    assert httpx.get(base + "/campaigns", headers=as_app).status_code == 401
 
 
 def _dkim_record_is_shown(visitor: Visitor, served: Served, tmp_path: Path) -> None:

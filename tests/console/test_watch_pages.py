@@ -4,14 +4,20 @@ when none is set up, and the chain edited in place with the API's own messages."
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session
 
+from app.identity.principal import principal_of
 from app.kit.ids import new_ulid
+from app.mail.campaign_service import create_campaign
 from app.mail.list_service import make_list
-from app.models import FeedItem
+from app.mail.specs import CampaignCreate
+from app.models import Account, Campaign, FeedItem, User, WatchAction, WatchActionDelivery
 from tests.authroutes.conftest import SAME_ORIGIN, Person, sign_in
 from tests.fake_engine import FakeEngine
 
@@ -91,19 +97,30 @@ def test_build_preview_and_save_a_newsletter_then_edit_its_chain(
     assert "Rust digest" in client.get("/console/watches").text
 
     filter_id = api["actions"][0]["id"]
+    assert 'name="config.threshold" value="0.8"' in page.text  # each config is a form of its model's fields
+    kept = {"config.engine.kind": "", "config.engine.model": "", "config.fetch_external_content": "on"}
     bad = client.post(
-        f"/console/watches/{watch_id}/actions/{filter_id}", data={"config": '{"instructions": ""}'}
+        f"/console/watches/{watch_id}/actions/{filter_id}",
+        data={**kept, "config.instructions": "  ", "config.threshold": "2"},
     )
     assert bad.status_code == 400
-    assert "config.instructions:" in bad.text
-    not_json = client.post(f"/console/watches/{watch_id}/actions", data={"kind": "log", "config": "{nope"})
-    assert not_json.status_code == 400 and "config: Must be a JSON object" in not_json.text
-
-    added = client.post(
-        f"/console/watches/{watch_id}/actions", data={"kind": "log", "config": '{"prefix": "[rust]"}'}
+    # The API's own messages, beside the fields they name, with what was typed kept.
+    assert (
+        f'id="{filter_id}-instructions-errors"' in bad.text
+        and f'id="{filter_id}-threshold-errors"' in bad.text
     )
-    assert added.status_code == 303
-    log_id = client.get(f"/v1/watches/{watch_id}").json()["actions"][2]["id"]
+    assert "less than or equal to 1" in bad.text and 'name="config.threshold" value="2"' in bad.text
+
+    log_form = {
+        "kind": "log",
+        "config.prefix": "[rust]",
+        "config.delivery": "instant",
+        "config.include_fields": "title\nurl",
+    }
+    assert client.post(f"/console/watches/{watch_id}/actions", data=log_form).status_code == 303
+    log = client.get(f"/v1/watches/{watch_id}").json()["actions"][2]
+    assert log["config"]["prefix"] == "[rust]" and log["config"]["include_fields"] == ["title", "url"]
+    log_id = log["id"]
     assert (
         client.post(
             f"/console/watches/{watch_id}/actions/{log_id}/move", data={"direction": "up"}
@@ -115,12 +132,160 @@ def test_build_preview_and_save_a_newsletter_then_edit_its_chain(
     assert client.post(f"/console/watches/{watch_id}/actions/{log_id}/delete").status_code == 303
     edited = client.post(
         f"/console/watches/{watch_id}/actions/{filter_id}",
-        data={"config": '{"instructions": "Rust only", "threshold": 0.5}'},
+        data={**kept, "config.instructions": "Rust only", "config.threshold": "0.5"},
     )
     assert edited.status_code == 303
     actions = client.get(f"/v1/watches/{watch_id}").json()["actions"]
     assert [a["kind"] for a in actions] == ["semantic_filter", "email"]
-    assert actions[0]["config"]["instructions"] == "Rust only"
+    assert actions[0]["config"]["instructions"] == "Rust only" and actions[0]["config"]["threshold"] == 0.5
+
+    # A webhook's secrets are shown masked and sent back as shown: the chain service keeps the stored ones.
+    hook = {
+        "kind": "webhook",
+        "config.url": "http://127.0.0.1:9/hook?token=s3cret",
+        "config.method": "POST",
+        "config.delivery": "instant",
+        "config.headers": "Authorization: Bearer s3cret",
+    }
+    assert client.post(f"/console/watches/{watch_id}/actions", data=hook).status_code == 303
+    hook_id = client.get(f"/v1/watches/{watch_id}").json()["actions"][2]["id"]
+    page = client.get(f"/console/watches/{watch_id}").text
+    assert "s3cret" not in page
+    shown_url = re.search(rf'id="{hook_id}-url" name="config.url"[^>]*>([^<]*)</textarea>', page)
+    shown_headers = re.search(rf'id="{hook_id}-headers" name="config.headers"[^>]*>([^<]*)</textarea>', page)
+    assert shown_url and shown_headers
+    resent = {
+        "config.url": html.unescape(shown_url.group(1)),
+        "config.method": "PUT",
+        "config.delivery": "instant",
+        "config.headers": html.unescape(shown_headers.group(1)),
+    }
+    assert client.post(f"/console/watches/{watch_id}/actions/{hook_id}", data=resent).status_code == 303
+    stored = db.get_one(WatchAction, hook_id).config
+    assert stored["method"] == "PUT" and stored["url"].endswith("token=s3cret")
+    assert stored["headers"] == {"Authorization": "Bearer s3cret"}
 
     assert client.post(f"/console/watches/{watch_id}/delete").status_code == 303
     assert client.get(f"/v1/watches/{watch_id}").status_code == 404
+
+
+def test_without_an_engine_the_watch_page_disables_the_kinds_that_need_one(
+    console: TestClient, db: Session, person: Person
+) -> None:
+    made = console.post("/v1/watches", json={"name": "Log only", "actions": [{"kind": "log", "config": {}}]})
+    assert made.status_code in (200, 201), made.text
+    page = console.get(f"/console/watches/{made.json()['id']}").text
+    for kind in ("semantic_filter", "extract"):
+        assert f"A {kind} action cannot be added here:" in page and "TIDINGS_ENGINE_BASE_URL" in page
+        assert f'<fieldset disabled aria-describedby="new-{kind}-engine">' in page
+    assert "<fieldset><legend>The log action" in page and "<fieldset><legend>The webhook action" in page
+
+    # The email kind's form: lists one per line, blank optional fields left to the model's defaults.
+    readers = make_list(db, person.account_id, person.user_id, "Readers")
+    email = {
+        "kind": "email",
+        "config.delivery": "digest",
+        "config.digest_interval_seconds": "86400",
+        "config.list_ids": f"{readers['id']}\n",
+        "config.subject": "",
+        "config.template": "",
+        "config.from_name": "",
+        "config.from_email": "",
+        "config.mode": "draft",
+        "config.min_interval_seconds": "",
+    }
+    watch_id = made.json()["id"]
+    refused = console.post(f"/console/watches/{watch_id}/actions", data={**email, "config.list_ids": "x"})
+    assert refused.status_code == 400 and 'id="new-email-list_ids-errors"' in refused.text
+    assert console.post(f"/console/watches/{watch_id}/actions", data=email).status_code == 303
+    config = console.get(f"/v1/watches/{watch_id}").json()["actions"][1]["config"]
+    assert config["list_ids"] == [readers["id"]] and config["mode"] == "draft" and config["subject"] is None
+    assert config["min_interval_seconds"] == 0  # the model's default for a digest
+
+
+def test_a_webhook_actions_deliveries_are_listed_and_a_watch_is_paused_and_resumed(
+    console: TestClient, db: Session, person: Person
+) -> None:
+    hook = {"kind": "webhook", "config": {"url": "http://127.0.0.1:9/hook"}}
+    made = console.post("/v1/watches", json={"name": "Hooked", "actions": [hook]}).json()
+    watch_id, action_id = made["id"], made["actions"][0]["id"]
+    moment = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+    for state, status, error in (("succeeded", 204, ""), ("failed", 500, "HTTP 500 from the receiver")):
+        db.add(
+            WatchActionDelivery(
+                id=new_ulid(),
+                account_id=person.account_id,
+                watch_id=watch_id,
+                action_id=action_id,
+                delivery="instant",
+                method="POST",
+                state=state,
+                attempt=1,
+                item_count=1,
+                http_status=status,
+                target_host="127.0.0.1:9",
+                error=error,
+                created_at=moment,
+                completed_at=moment,
+            )
+        )
+    db.flush()
+    page = console.get(f"/console/watches/{watch_id}").text
+    assert "Webhook deliveries, newest first" in page
+    assert '<td class="state-ok">succeeded</td>\n<td>204</td>' in page
+    assert '<td class="state-bad">failed</td>\n<td>500</td>' in page and "HTTP 500 from the receiver" in page
+
+    # Pause and resume: PATCH /v1/watches/{id}'s `is_active`, through the same service.
+    assert console.post(f"/console/watches/{watch_id}/active", data={"active": "false"}).status_code == 303
+    assert console.get(f"/v1/watches/{watch_id}").json()["is_active"] is False
+    assert "Resume watch" in console.get(f"/console/watches/{watch_id}").text
+    assert console.post(f"/console/watches/{watch_id}/active", data={"active": "true"}).status_code == 303
+    assert console.get(f"/v1/watches/{watch_id}").json()["is_active"] is True
+    assert (
+        console.post(
+            "/console/watches/01ARZ3NDEKTSV4RRFFQ69G5FAV/active", data={"active": "true"}
+        ).status_code
+        == 404
+    )
+
+
+def test_a_draft_is_reviewed_and_sent_after_a_confirmation(
+    console: TestClient, db: Session, person: Person
+) -> None:
+    readers = make_list(db, person.account_id, person.user_id, "Readers")
+    user, account = db.get_one(User, person.user_id), db.get_one(Account, person.account_id)
+    body = CampaignCreate(
+        title="Rust digest",
+        subject="Rust 2.0 is out",
+        html="<p>Rust 2.0 is out</p><p><a href='{{ unsubscribe_url }}'>Unsubscribe</a></p>",
+        from_name="Ada",
+        from_email="ada@example.com",
+        lists=[readers["id"]],
+    )
+    campaign_id = create_campaign(db, principal_of(user, account), body)["id"]
+    made = console.post("/v1/watches", json={"name": "Digest", "actions": [{"kind": "log", "config": {}}]})
+    draft = f"/console/watches/{made.json()['id']}/campaigns/{campaign_id}"
+    unknown_watch = console.get(f"/console/watches/01ARZ3NDEKTSV4RRFFQ69G5FAV/campaigns/{campaign_id}")
+    assert unknown_watch.status_code == 404
+    page = console.get(draft)
+    assert (
+        page.status_code == 200 and "a draft: not sent" in page.text and "Readers (0 contacts)" in page.text
+    )
+    assert 'srcdoc="&lt;p&gt;Rust 2.0 is out' in page.text
+
+    # Send it -> a page that asks; a post without the confirmation only leads there.
+    assert console.post(draft + "/send", data={"confirmed": ""}).headers["location"] == draft + "?confirm=1"
+    asked = console.get(draft + "?confirm=1").text
+    assert "Send this campaign now?" in asked and 'name="confirmed" value="yes"' in asked
+    sent = console.post(draft + "/send", data={"confirmed": "yes"})
+    assert sent.status_code == 303, sent.text
+    db.expire_all()
+    assert db.get_one(Campaign, campaign_id).scheduled_at is not None
+    assert "sending (queued" in console.get(draft).text
+    again = console.post(draft + "/send", data={"confirmed": "yes"})
+    assert again.status_code == 409 and "already scheduled" in again.text  # the API's own refusal
+    # Cross-site: the console's Origin guard, as on every console form.
+    foreign = console.post(
+        draft + "/send", data={"confirmed": "yes"}, headers={"Origin": "https://evil.example"}
+    )
+    assert foreign.status_code == 403

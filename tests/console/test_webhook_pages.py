@@ -51,4 +51,4 @@ def test_a_free_plan_is_told_why(
     client.headers.update(SAME_ORIGIN)
     page = client.get("/console/webhooks")
     assert page.status_code == 403
-    assert "API access requires a paid plan (lifetime or empire)." in page.text
+    assert "API access requires a paid plan (lifetime or empire):" in page.text
