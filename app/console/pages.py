@@ -36,6 +36,7 @@ class Section:
 # Every section the console has, in the navigation's order. Only pages that exist are listed: part one
 # of the console (contacts, campaigns, ...) adds its sections here.
 SECTIONS = (
+    Section("contacts", "Contacts", CONSOLE + "/contacts"),
     Section("feeds", "Feeds", CONSOLE + "/feeds"),
     Section("watches", "Watches", CONSOLE + "/watches"),
     Section("newsletter", "Newsletter from a feed", CONSOLE + "/newsletter"),

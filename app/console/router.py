@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from app.console import (
+    contact_routes,
     deliverability_routes,
     feed_routes,
     newsletter_routes,
@@ -17,6 +18,7 @@ from app.console.pages import SignInRequired, sign_in_redirect
 
 console_routers = (
     shell_routes.router,
+    contact_routes.router,
     feed_routes.router,
     watch_routes.router,
     newsletter_routes.router,

@@ -20,6 +20,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
+from app.console.pages import SECTIONS
 from app.db import make_write_session_factory
 from app.identity.tokens import create_personal_token
 from app.kit.time import utcnow
@@ -169,7 +170,9 @@ def visitor(chromium: Any, served: Served) -> Iterator[Visitor]:
     made.page.get_by_label("Username").fill(served.person.username)
     made.page.get_by_label("Password").fill(PASSWORD)
     made.page.get_by_role("button", name="Sign in").click()
-    made.page.wait_for_selector("h1:has-text('Feeds')")
+    made.page.wait_for_selector(f"h1:has-text('{SECTIONS[0].label}')")
+    made.check()
+    made.open(f"{served.base}/console/feeds")
     try:
         yield made
     finally:
@@ -300,6 +303,29 @@ def test_webhook_deliveries_and_dkim_records_in_the_browser(
             delete_key(session, "example.com", "console")
             session.commit()
     visitor.open(base + "/account/tokens")
+
+
+def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None:
+    """The contacts, with a bulk action on a selection and a contact's page."""
+    page, base = visitor.page, served.base
+    api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
+    members = api.post("/lists", json={"name": "Members"}).json()["id"]
+    for email in ("walk-one@example.net", "walk-two@example.net"):
+        assert api.post("/contacts", json={"email": email}).status_code == 200
+    visitor.open(base + "/console/contacts?q=walk-")
+    page.get_by_label("Select walk-one@example.net").check()
+    page.get_by_label("Select walk-two@example.net").check()
+    page.get_by_label("Action").select_option("add")
+    page.get_by_label("List (to add to or remove from)").select_option(str(members))
+    page.once("dialog", lambda dialog: dialog.accept())
+    visitor.click("Apply")
+    visitor.open(f"{base}/console/contacts?list={members}")
+    assert "2 contacts." in (page.text_content("main") or "")
+    page.get_by_role("link", name="walk-one@example.net").click()
+    visitor.check()
+    page.get_by_label("First name").fill("Walker")
+    visitor.click("Save")
+    assert "Done: saved." in (page.text_content("main") or "")
 
 
 def _dkim_record_is_shown(visitor: Visitor, served: Served, tmp_path: Path) -> None:
