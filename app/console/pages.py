@@ -37,6 +37,8 @@ class Section:
 # of the console (contacts, campaigns, ...) adds its sections here.
 SECTIONS = (
     Section("contacts", "Contacts", CONSOLE + "/contacts"),
+    Section("lists", "Lists", CONSOLE + "/lists"),
+    Section("fields", "Fields", CONSOLE + "/fields"),
     Section("feeds", "Feeds", CONSOLE + "/feeds"),
     Section("watches", "Watches", CONSOLE + "/watches"),
     Section("newsletter", "Newsletter from a feed", CONSOLE + "/newsletter"),

@@ -8,6 +8,7 @@ from app.console import (
     contact_routes,
     deliverability_routes,
     feed_routes,
+    list_routes,
     newsletter_routes,
     settings_routes,
     shell_routes,
@@ -19,6 +20,7 @@ from app.console.pages import SignInRequired, sign_in_redirect
 console_routers = (
     shell_routes.router,
     contact_routes.router,
+    list_routes.router,
     feed_routes.router,
     watch_routes.router,
     newsletter_routes.router,

@@ -306,7 +306,7 @@ def test_webhook_deliveries_and_dkim_records_in_the_browser(
 
 
 def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None:
-    """The contacts, with a bulk action on a selection and a contact's page."""
+    """The contacts, with a bulk action on a selection and a contact's page; lists and fields."""
     page, base = visitor.page, served.base
     api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
     members = api.post("/lists", json={"name": "Members"}).json()["id"]
@@ -326,6 +326,11 @@ def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None
     page.get_by_label("First name").fill("Walker")
     visitor.click("Save")
     assert "Done: saved." in (page.text_content("main") or "")
+
+    visitor.open(base + "/console/lists")
+    visitor.open(f"{base}/console/lists/{members}/delete")
+    assert "Its 2 contacts stay" in (page.text_content("main") or "")
+    visitor.open(base + "/console/fields")
 
 
 def _dkim_record_is_shown(visitor: Visitor, served: Served, tmp_path: Path) -> None:
