@@ -39,6 +39,7 @@ SECTIONS = (
     Section("contacts", "Contacts", CONSOLE + "/contacts"),
     Section("lists", "Lists", CONSOLE + "/lists"),
     Section("fields", "Fields", CONSOLE + "/fields"),
+    Section("suppressions", "Suppressions", CONSOLE + "/suppressions"),
     Section("feeds", "Feeds", CONSOLE + "/feeds"),
     Section("watches", "Watches", CONSOLE + "/watches"),
     Section("newsletter", "Newsletter from a feed", CONSOLE + "/newsletter"),

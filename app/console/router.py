@@ -12,6 +12,7 @@ from app.console import (
     newsletter_routes,
     settings_routes,
     shell_routes,
+    suppression_routes,
     watch_routes,
     webhook_routes,
 )
@@ -21,6 +22,7 @@ console_routers = (
     shell_routes.router,
     contact_routes.router,
     list_routes.router,
+    suppression_routes.router,
     feed_routes.router,
     watch_routes.router,
     newsletter_routes.router,

@@ -306,7 +306,8 @@ def test_webhook_deliveries_and_dkim_records_in_the_browser(
 
 
 def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None:
-    """The contacts, with a bulk action on a selection and a contact's page; lists and fields."""
+    """The contacts, with a bulk action on a selection and a contact's page; lists and fields;
+    suppressions."""
     page, base = visitor.page, served.base
     api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
     members = api.post("/lists", json={"name": "Members"}).json()["id"]
@@ -331,6 +332,11 @@ def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None
     visitor.open(f"{base}/console/lists/{members}/delete")
     assert "Its 2 contacts stay" in (page.text_content("main") or "")
     visitor.open(base + "/console/fields")
+
+    visitor.open(base + "/console/suppressions")
+    page.get_by_label("Addresses (one a line, at most 1000)").fill("blocked@example.net")
+    visitor.click("Suppress")
+    assert "added in the console" in (page.text_content("main") or "")
 
 
 def _dkim_record_is_shown(visitor: Visitor, served: Served, tmp_path: Path) -> None:
