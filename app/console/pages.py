@@ -40,6 +40,7 @@ SECTIONS = (
     Section("lists", "Lists", CONSOLE + "/lists"),
     Section("fields", "Fields", CONSOLE + "/fields"),
     Section("suppressions", "Suppressions", CONSOLE + "/suppressions"),
+    Section("forms", "Forms", CONSOLE + "/forms"),
     Section("feeds", "Feeds", CONSOLE + "/feeds"),
     Section("watches", "Watches", CONSOLE + "/watches"),
     Section("newsletter", "Newsletter from a feed", CONSOLE + "/newsletter"),

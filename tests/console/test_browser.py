@@ -307,7 +307,7 @@ def test_webhook_deliveries_and_dkim_records_in_the_browser(
 
 def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None:
     """The contacts, with a bulk action on a selection and a contact's page; lists and fields;
-    suppressions."""
+    suppressions; forms."""
     page, base = visitor.page, served.base
     api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
     members = api.post("/lists", json={"name": "Members"}).json()["id"]
@@ -337,6 +337,13 @@ def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None
     page.get_by_label("Addresses (one a line, at most 1000)").fill("blocked@example.net")
     visitor.click("Suppress")
     assert "added in the console" in (page.text_content("main") or "")
+
+    visitor.open(base + "/console/forms")
+    page.get_by_label("Title (shown above the form)").fill("Join the walk")
+    page.get_by_label("Members").check()
+    visitor.click("Create form")
+    page.get_by_text("HTML to embed in your site").click()
+    visitor.check()
 
 
 def _dkim_record_is_shown(visitor: Visitor, served: Served, tmp_path: Path) -> None:
