@@ -36,6 +36,7 @@ class Section:
 # Every section the console has, in the navigation's order. Only pages that exist are listed: part one
 # of the console (contacts, campaigns, ...) adds its sections here.
 SECTIONS = (
+    Section("home", "Home", CONSOLE + "/home"),
     Section("contacts", "Contacts", CONSOLE + "/contacts"),
     Section("lists", "Lists", CONSOLE + "/lists"),
     Section("fields", "Fields", CONSOLE + "/fields"),

@@ -9,6 +9,7 @@ from app.console import (
     deliverability_routes,
     feed_routes,
     form_routes,
+    home_routes,
     list_routes,
     newsletter_routes,
     settings_routes,
@@ -21,6 +22,7 @@ from app.console.pages import SignInRequired, sign_in_redirect
 
 console_routers = (
     shell_routes.router,
+    home_routes.router,
     contact_routes.router,
     list_routes.router,
     suppression_routes.router,

@@ -2,7 +2,8 @@
 `tidings serve` (its scheduler on) with a local RSS host, the fake language-model engine, an SMTP sink
 and a webhook receiver: a feed made from a URL, a newsletter built from it with a filter whose draft
 holds only the kept item, sent; a webhook's test event seen in its delivery log; a domain's DKIM record
-after `tidings dkim create`. Every page is checked with axe (no serious or critical violation), at
+after `tidings dkim create`; the audience pages (home, contacts with a bulk action, lists, fields,
+suppressions, forms). Every page is checked with axe (no serious or critical violation), at
 375 px wide, with no console error, and no request leaving the service. One server for the module."""
 
 from __future__ import annotations
@@ -307,7 +308,7 @@ def test_webhook_deliveries_and_dkim_records_in_the_browser(
 
 def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None:
     """The contacts, with a bulk action on a selection and a contact's page; lists and fields;
-    suppressions; forms."""
+    suppressions; forms; home."""
     page, base = visitor.page, served.base
     api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
     members = api.post("/lists", json={"name": "Members"}).json()["id"]
@@ -344,6 +345,8 @@ def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None
     visitor.click("Create form")
     page.get_by_text("HTML to embed in your site").click()
     visitor.check()
+    visitor.open(base + "/console/home")
+    assert "added in the last 7 days" in (page.text_content("main") or "")
 
 
 def _dkim_record_is_shown(visitor: Visitor, served: Served, tmp_path: Path) -> None:
