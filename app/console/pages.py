@@ -42,6 +42,7 @@ SECTIONS = (
     Section("fields", "Fields", CONSOLE + "/fields"),
     Section("suppressions", "Suppressions", CONSOLE + "/suppressions"),
     Section("forms", "Forms", CONSOLE + "/forms"),
+    Section("automations", "Automations", CONSOLE + "/automations"),
     Section("feeds", "Feeds", CONSOLE + "/feeds"),
     Section("watches", "Watches", CONSOLE + "/watches"),
     Section("newsletter", "Newsletter from a feed", CONSOLE + "/newsletter"),

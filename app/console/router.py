@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from app.console import (
+    automation_routes,
     contact_routes,
     deliverability_routes,
     feed_routes,
@@ -27,6 +28,7 @@ console_routers = (
     list_routes.router,
     suppression_routes.router,
     form_routes.router,
+    automation_routes.router,
     feed_routes.router,
     watch_routes.router,
     newsletter_routes.router,

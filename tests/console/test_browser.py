@@ -3,7 +3,7 @@
 and a webhook receiver: a feed made from a URL, a newsletter built from it with a filter whose draft
 holds only the kept item, sent; a webhook's test event seen in its delivery log; a domain's DKIM record
 after `tidings dkim create`; the audience pages (home, contacts with a bulk action, lists, fields,
-suppressions, forms). Every page is checked with axe (no serious or critical violation), at
+suppressions, forms, automations). Every page is checked with axe (no serious or critical violation), at
 375 px wide, with no console error, and no request leaving the service. One server for the module."""
 
 from __future__ import annotations
@@ -308,7 +308,7 @@ def test_webhook_deliveries_and_dkim_records_in_the_browser(
 
 def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None:
     """The contacts, with a bulk action on a selection and a contact's page; lists and fields;
-    suppressions; forms; home."""
+    suppressions; forms; an automation with an email; home."""
     page, base = visitor.page, served.base
     api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
     members = api.post("/lists", json={"name": "Members"}).json()["id"]
@@ -345,6 +345,20 @@ def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None
     visitor.click("Create form")
     page.get_by_text("HTML to embed in your site").click()
     visitor.check()
+    visitor.open(base + "/console/automations")
+    page.get_by_label("Title").fill("Walk drip")
+    page.get_by_label("Trigger").select_option("apply_list")
+    page.get_by_label('List (for "joins a list")').select_option(str(members))
+    visitor.click("Create automation")
+    page.get_by_text("Add an email").click()
+    page.get_by_label("Subject").fill("Welcome aboard")
+    page.get_by_label("From name").fill("Walker")
+    page.get_by_label("From address").fill("walker@example.com")
+    page.get_by_label("HTML").fill("<p>Hello</p>")
+    visitor.click("Add email")
+    page.get_by_role("link", name="Welcome aboard").click()
+    visitor.check()
+
     visitor.open(base + "/console/home")
     assert "added in the last 7 days" in (page.text_content("main") or "")
 
