@@ -5,6 +5,7 @@ field's name as a contact write takes it, ContactFieldIn)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Response
@@ -26,6 +27,17 @@ def _name(model: type[ListCreate] | type[ContactFieldIn], form: PostedForm) -> s
     return validate(model, RawInput(normalize({"name": form.get("name")})), status=422).name
 
 
+def _saved(
+    me: ConsoleUser, change: Callable[[], object], page: Callable[..., Response], done: str
+) -> Response:
+    """Make the change and go to `done`, or show `page` again with the service's refusal."""
+    try:
+        change()
+    except DomainError as refused:
+        return page(me, status=refused.status, errors=messages_of(refused))
+    return me.redirect(done)
+
+
 def _lists_page(me: ConsoleUser, *, status: int = 200, **context: Any) -> Response:
     context.setdefault("errors", [])
     context.setdefault("done", "")
@@ -40,21 +52,20 @@ def lists_page(me: ConsoleUser, done: str = "") -> Response:
 
 @router.post(LISTS)
 def create_list_submit(me: ConsoleUser, form: PostedForm) -> Response:
-    try:
-        list_service.add_list(me.db, me.account_id, me.user.id, _name(ListCreate, form))
-    except DomainError as refused:
-        return _lists_page(me, status=refused.status, errors=messages_of(refused))
-    return me.redirect(f"{LISTS}?done=created")
+    def change() -> object:
+        return list_service.add_list(me.db, me.account_id, me.user.id, _name(ListCreate, form))
+
+    return _saved(me, change, _lists_page, f"{LISTS}?done=created")
 
 
 @router.post(LISTS + "/{list_id}/rename")
 def rename_list_submit(list_id: RowId, me: ConsoleUser, form: PostedForm) -> Response:
     contact_list = list_service.find_list(me.db, me.principal, list_id)
-    try:
+
+    def change() -> None:
         list_service.rename_list(me.db, contact_list, _name(ListCreate, form))
-    except DomainError as refused:
-        return _lists_page(me, status=refused.status, errors=messages_of(refused))
-    return me.redirect(f"{LISTS}?done=renamed")
+
+    return _saved(me, change, _lists_page, f"{LISTS}?done=renamed")
 
 
 @router.get(LISTS + "/{list_id}/delete")
@@ -75,11 +86,9 @@ def delete_list_page(list_id: RowId, me: ConsoleUser) -> Response:
 @router.post(LISTS + "/{list_id}/delete")
 def delete_list_submit(list_id: RowId, me: ConsoleUser) -> Response:
     contact_list = list_service.find_list(me.db, me.principal, list_id)
-    try:
-        list_service.delete_list(me.db, contact_list)
-    except DomainError as refused:
-        return _lists_page(me, status=refused.status, errors=messages_of(refused))
-    return me.redirect(f"{LISTS}?done=deleted")
+    return _saved(
+        me, lambda: list_service.delete_list(me.db, contact_list), _lists_page, f"{LISTS}?done=deleted"
+    )
 
 
 def _fields_page(me: ConsoleUser, *, status: int = 200, **context: Any) -> Response:
@@ -96,21 +105,20 @@ def fields_page(me: ConsoleUser, done: str = "") -> Response:
 
 @router.post(FIELDS)
 def create_field_submit(me: ConsoleUser, form: PostedForm) -> Response:
-    try:
+    def change() -> None:
         field_service.add_field(me.db, me.principal, _name(ContactFieldIn, form))
-    except DomainError as refused:
-        return _fields_page(me, status=refused.status, errors=messages_of(refused))
-    return me.redirect(f"{FIELDS}?done=created")
+
+    return _saved(me, change, _fields_page, f"{FIELDS}?done=created")
 
 
 @router.post(FIELDS + "/{field_id}/rename")
 def rename_field_submit(field_id: RowId, me: ConsoleUser, form: PostedForm) -> Response:
     field = field_service.find_field(me.db, me.principal, field_id)
-    try:
+
+    def change() -> None:
         field_service.rename_field(me.db, field, _name(ContactFieldIn, form))
-    except DomainError as refused:
-        return _fields_page(me, status=refused.status, errors=messages_of(refused))
-    return me.redirect(f"{FIELDS}?done=renamed")
+
+    return _saved(me, change, _fields_page, f"{FIELDS}?done=renamed")
 
 
 @router.get(FIELDS + "/{field_id}/delete")
