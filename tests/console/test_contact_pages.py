@@ -126,6 +126,8 @@ def test_a_contacts_page_edits_unsubscribes_and_deletes(
     assert console.post(f"/console/contacts/{ada}/delete").status_code == 303
     gone = console.get(f"/console/contacts/{ada}")
     assert gone.status_code == 404 and "Contact not found." in gone.text
+    not_an_id = console.get("/console/contacts/abc")
+    assert not_an_id.status_code == 404 and not_an_id.headers["content-type"].startswith("text/html")
 
     stranger = make_person("stranger")
     strangers = _audience(db, stranger)[0]
