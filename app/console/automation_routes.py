@@ -34,14 +34,11 @@ def _raw(form: Form, names: tuple[str, ...]) -> RawInput:
 
 def _list_page(me: ConsoleUser, *, status: int = 200, **context: Any) -> Response:
     context.setdefault("errors", [])
-    automations = me.db.scalars(
-        automation_service.live_automations(me.account_id).order_by(Automation.id)
-    ).all()
     return me.page(
         "automations/list.html",
         section="automations",
         status=status,
-        automations=automation_service.automation_views(me.db, list(automations), with_stats=False),
+        automations=automation_service.account_automations(me.db, me.account_id),
         lists=list_service.account_lists(me.db, me.account_id),
         triggers=TRIGGERS,
         **context,

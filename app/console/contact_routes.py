@@ -114,13 +114,10 @@ def _csv_cell(value: Any) -> str:
 def export_contacts(me: ConsoleUser, filters: Filters = Depends(_filters)) -> Response:
     if filters.list_id is not None:
         list_service.find_list(me.db, me.principal, filters.list_id)
-    listing = filters.listing(me)
-    sql = contact_service.contacts_sql(listing.shape)
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(EXPORT_COLUMNS)
-    for row in me.db.connection().execute(sql.all_rows, listing.values):
-        contact = contact_service.contact_json(row)
+    for contact in contact_service.listing_rows(me.db, filters.listing(me)):
         writer.writerow([_csv_cell(contact[column]) for column in EXPORT_COLUMNS])
     return Response(
         out.getvalue(),
@@ -140,18 +137,12 @@ def _list_id(form: PostedForm) -> int:
     return int(value)
 
 
-def _live(me: ConsoleUser, contact_ids: list[int]) -> list[Contact]:
-    return list(
-        me.db.scalars(contact_service.live_contacts(me.account_id).where(Contact.id.in_(contact_ids)))
-    )
-
-
 @router.post(CONTACTS + "/bulk")
 def bulk_submit(me: ConsoleUser, form: PostedForm) -> Response:
     back = form.text("back")
     back = back if back.startswith(CONTACTS) and "//" not in back else CONTACTS
     action = form.text("action")
-    contacts = _live(me, _ids(form))
+    contacts = contact_service.live_contacts_among(me.db, me.account_id, _ids(form))
     if action not in BULK_ACTIONS or not contacts:
         raise DomainError(422, "Choose contacts and an action.")
     if action == "add":
@@ -173,9 +164,6 @@ def bulk_submit(me: ConsoleUser, form: PostedForm) -> Response:
 
 def _contact_page(me: ConsoleUser, contact: Contact, *, status: int = 200, **context: Any) -> Response:
     list_ids, fields = contact_service.contact_lists_and_fields(me.db, contact)
-    deliverables = list(
-        me.db.scalars(contact_service.activity_query(contact).limit(contact_service.ACTIVITY_PER_PAGE))
-    )
     context.setdefault("errors", [])
     context.setdefault("done", "")
     return me.page(
@@ -187,7 +175,7 @@ def _contact_page(me: ConsoleUser, contact: Contact, *, status: int = 200, **con
         list_ids=list_ids,
         lists=list_service.account_lists(me.db, me.account_id),
         summary=contact_service.activity_summary(me.db, contact),
-        activity=contact_service.activity_entries(me.db, deliverables),
+        activity=contact_service.latest_activity(me.db, contact),
         **context,
     )
 

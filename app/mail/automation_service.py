@@ -204,6 +204,12 @@ def live_automations(account_id: int) -> Select[Automation]:
     return select(Automation).where(Automation.account_id == account_id, Automation.deleted_at.is_(None))
 
 
+def account_automations(session: Session, account_id: int) -> list[dict[str, Any]]:
+    """Every live automation of the account, oldest first, as GET /automations lists them."""
+    automations = session.scalars(live_automations(account_id).order_by(Automation.id))
+    return automation_views(session, list(automations), with_stats=False)
+
+
 def automations_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
     """GET /automations: a page of the account's live automations."""
     query = live_automations(principal.account.id).order_by(Automation.id)

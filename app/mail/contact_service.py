@@ -732,6 +732,23 @@ def contact_activity(session: Session, request: Request, contact: Contact) -> di
     }
 
 
+def listing_rows(session: Session, listing: ContactsListing) -> list[dict[str, Any]]:
+    """Every contact of the listing, unpaged, as ContactOut writes them (the console's CSV export)."""
+    rows = session.connection().execute(contacts_sql(listing.shape).all_rows, listing.values)
+    return [contact_json(row) for row in rows]
+
+
+def live_contacts_among(session: Session, account_id: int, contact_ids: list[int]) -> list[Contact]:
+    """Those of the ids that name live contacts of the account (a selection sent by a form)."""
+    return list(session.scalars(live_contacts(account_id).where(Contact.id.in_(contact_ids))))
+
+
+def latest_activity(session: Session, contact: Contact) -> list[dict[str, Any]]:
+    """The contact's latest ACTIVITY_PER_PAGE emails, as GET /contacts/{id}/activity lists them."""
+    deliverables = list(session.scalars(activity_query(contact).limit(ACTIVITY_PER_PAGE)))
+    return activity_entries(session, deliverables)
+
+
 def contact_lists_and_fields(session: Session, contact: Contact) -> tuple[list[int], dict[str, str]]:
     """The live lists the contact is on (their ids) and its custom field values by field name."""
     list_ids = list(
