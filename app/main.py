@@ -93,9 +93,11 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_page(error)
         return JSONResponse(error_body(request, error), status_code=http.status_code, headers=http.headers)
 
-    async def on_request_validation(request: Request, exc: Exception) -> JSONResponse:
+    async def on_request_validation(request: Request, exc: Exception) -> Response:
         # Only path parameters are declared to FastAPI; a non-integer id names no resource.
         error = DomainError(404, "Not Found.", code="not_found")
+        if request.url.path.startswith(CONSOLE + "/"):
+            return error_page(error)
         return JSONResponse(error_body(request, error), status_code=404, headers=rate_headers(request))
 
     async def on_client_gone(request: Request, exc: Exception) -> Response:

@@ -37,6 +37,13 @@ class Section:
 # Every section the console has, in the navigation's order. Only pages that exist are listed: part one
 # of the console (contacts, campaigns, ...) adds its sections here.
 SECTIONS = (
+    Section("home", "Home", CONSOLE + "/home"),
+    Section("contacts", "Contacts", CONSOLE + "/contacts"),
+    Section("lists", "Lists", CONSOLE + "/lists"),
+    Section("fields", "Fields", CONSOLE + "/fields"),
+    Section("suppressions", "Suppressions", CONSOLE + "/suppressions"),
+    Section("forms", "Forms", CONSOLE + "/forms"),
+    Section("automations", "Automations", CONSOLE + "/automations"),
     Section("feeds", "Feeds", CONSOLE + "/feeds"),
     Section("watches", "Watches", CONSOLE + "/watches"),
     Section("newsletter", "Newsletter from a feed", CONSOLE + "/newsletter"),

@@ -5,12 +5,18 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from app.console import (
+    automation_routes,
+    contact_routes,
     deliverability_routes,
     draft_routes,
     feed_routes,
+    form_routes,
+    home_routes,
+    list_routes,
     newsletter_routes,
     settings_routes,
     shell_routes,
+    suppression_routes,
     watch_routes,
     webhook_routes,
 )
@@ -18,6 +24,12 @@ from app.console.pages import SignInRequired, sign_in_redirect
 
 console_routers = (
     shell_routes.router,
+    home_routes.router,
+    contact_routes.router,
+    list_routes.router,
+    suppression_routes.router,
+    form_routes.router,
+    automation_routes.router,
     feed_routes.router,
     watch_routes.router,
     draft_routes.router,

@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any
 
 from fastapi import Request
-from sqlalchemy import func, select, update
+from sqlalchemy import Select, case, func, select, update
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
@@ -26,6 +26,7 @@ from app.models import (
     AutomationItem,
     AutomationTrigger,
     Campaign,
+    Contact,
     ContactList,
     Deliverable,
     DeliverableState,
@@ -199,13 +200,19 @@ def owned_item(session: Session, item_id: int, principal: Principal) -> tuple[Au
     return item, automation
 
 
+def live_automations(account_id: int) -> Select[Automation]:
+    return select(Automation).where(Automation.account_id == account_id, Automation.deleted_at.is_(None))
+
+
+def account_automations(session: Session, account_id: int) -> list[dict[str, Any]]:
+    """Every live automation of the account, oldest first, as GET /automations lists them."""
+    automations = session.scalars(live_automations(account_id).order_by(Automation.id))
+    return automation_views(session, list(automations), with_stats=False)
+
+
 def automations_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
     """GET /automations: a page of the account's live automations."""
-    query = (
-        select(Automation)
-        .where(Automation.account_id == principal.account.id, Automation.deleted_at.is_(None))
-        .order_by(Automation.id)
-    )
+    query = live_automations(principal.account.id).order_by(Automation.id)
     paged = paginate(session, request, query, AUTOMATIONS_PER_PAGE)
     return paged.envelope(automation_views(session, paged.rows, with_stats=False))
 
@@ -349,3 +356,38 @@ def merged_trigger(
         else (current.campaign_id if same_type and current else None)
     )
     return resolve_trigger(session, principal, trigger_type, list_id, campaign_id)
+
+
+# The people an automation page lists (the newest first).
+MEMBERS_SHOWN = 100
+
+
+def automation_members(session: Session, automation: Automation) -> tuple[int, list[dict[str, Any]]]:
+    """Who is in the automation: the contacts it has emails for (sent, queued or otherwise; cancelled
+    ones aside), how many in all, and the latest MEMBERS_SHOWN with their sent and waiting counts and
+    when the next is due."""
+    emails = select(Campaign.id).where(Campaign.automation_id == automation.id)
+    rows = (
+        select(
+            Deliverable.contact_id,
+            func.count(Deliverable.sent_at).label("sent"),
+            func.count(case((Deliverable.state == DeliverableState.QUEUED, 1))).label("waiting"),
+            func.min(case((Deliverable.state == DeliverableState.QUEUED, Deliverable.send_after))).label(
+                "next_due"
+            ),
+            func.min(Deliverable.id).label("first"),
+        )
+        .where(Deliverable.campaign_id.in_(emails), Deliverable.state != DeliverableState.CANCELLED)
+        .group_by(Deliverable.contact_id)
+    ).subquery()
+    total = session.scalar(select(func.count()).select_from(rows)) or 0
+    latest = session.execute(
+        select(Contact.id, Contact.email, rows.c.sent, rows.c.waiting, rows.c.next_due)
+        .join(rows, rows.c.contact_id == Contact.id)
+        .order_by(rows.c.first.desc())
+        .limit(MEMBERS_SHOWN)
+    ).all()
+    return total, [
+        {"id": r.id, "email": r.email, "sent": r.sent, "waiting": r.waiting, "next_due": r.next_due}
+        for r in latest
+    ]

@@ -42,10 +42,17 @@ def paginate(
 ) -> Paged[RowT]:
     """One page of `query` (`?page=N`) and its total; pass `total` when it is already known."""
     page = parse_page(request.query_params.get("page"), per_page)
+    rows, total = page_of(session, query, page, total)
+    return paged_for(request, rows, page, total)
+
+
+def page_of(
+    session: Session, query: Select[RowT], page: PageRequest, total: int | None = None
+) -> tuple[list[RowT], int]:
+    """The rows of one page of `query` and the query's total (counted unless given)."""
     if total is None:
         total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
-    rows = list(session.scalars(page_query(query, page))) if page.offset < total else []
-    return paged_for(request, rows, page, total)
+    return (list(session.scalars(page_query(query, page))) if page.offset < total else []), total
 
 
 def page_path(request: Request) -> str:

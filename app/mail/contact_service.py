@@ -51,7 +51,9 @@ from app.models import (
     Account,
     Campaign,
     Contact,
+    ContactField,
     ContactFieldValue,
+    ContactList,
     Deliverable,
     DeliverableState,
     ListMembership,
@@ -325,6 +327,8 @@ class ContactsShape:
     email: bool = False
     unsubscribed: bool | None = None
     on_list: bool = False
+    # The console's "bounced" filter (the email API has no such parameter).
+    bounced: bool = False
 
 
 UNFILTERED = ContactsShape()
@@ -342,14 +346,16 @@ class ContactsListing:
 
 
 def contacts_listing(
-    account: AccountInfo, filters: ContactFilter, list_id: int | None = None
+    account: AccountInfo, filters: ContactFilter, list_id: int | None = None, *, bounced: bool = False
 ) -> ContactsListing:
-    """The live contacts of the account matching `filters` (and on the list, given one), by id."""
+    """The live contacts of the account matching `filters` (and on the list, given one; bounced ones
+    only, when asked), by id."""
     shape = ContactsShape(
         query=bool(filters.query),
         email=bool(filters.email),
         unsubscribed=filters.unsubscribed,
         on_list=list_id is not None,
+        bounced=bounced,
     )
     values: dict[str, Any] = {"account_id": account.id}
     if filters.query:
@@ -395,7 +401,11 @@ class ContactsSql:
         if shape.on_list:
             members = select(ListMembership.contact_id).where(ListMembership.list_id == bindparam("list_id"))
             rows = rows.where(Contact.id.in_(members))
+        if shape.bounced:
+            rows = rows.where(Contact.bounced_at.is_not(None))
         rows = rows.order_by(Contact.id)
+        # Every row of the listing, unpaged (the console's CSV export of a filtered set).
+        self.all_rows = rows
         self.count = select(func.count()).select_from(rows.order_by(None).subquery())
         self.first_page = rows.limit(CONTACTS_PER_PAGE)
         self.id_at_offset = rows.with_only_columns(Contact.id).offset(bindparam("offset")).limit(1)
@@ -664,8 +674,8 @@ def delete_contact(session: Session, principal: Principal, contact: Contact) -> 
     session.flush()
 
 
-def contact_activity(session: Session, request: Request, contact: Contact) -> dict[str, Any]:
-    """GET /contacts/{id}/activity: the latest sends, opens and clicks, and a page of its emails."""
+def activity_summary(session: Session, contact: Contact) -> dict[str, Any]:
+    """When the contact was last sent, opened and clicked, and whether it left or bounced."""
     summary = session.execute(
         select(
             func.max(Deliverable.sent_at),
@@ -673,18 +683,32 @@ def contact_activity(session: Session, request: Request, contact: Contact) -> di
             func.max(Deliverable.clicked_at),
         ).where(Deliverable.contact_id == contact.id)
     ).one()
-    query = (
+    return {
+        "last_sent_at": summary[0],
+        "last_opened_at": summary[1],
+        "last_clicked_at": summary[2],
+        "unsubscribed_at": contact.unsubscribed_at,
+        "bounced_at": contact.bounced_at,
+    }
+
+
+def activity_query(contact: Contact) -> Select[Deliverable]:
+    """The contact's emails (cancelled ones aside), newest first."""
+    return (
         select(Deliverable)
         .where(Deliverable.contact_id == contact.id, Deliverable.state != DeliverableState.CANCELLED)
         .order_by(Deliverable.id.desc())
     )
-    paged = paginate(session, request, query, ACTIVITY_PER_PAGE)
+
+
+def activity_entries(session: Session, deliverables: list[Deliverable]) -> list[dict[str, Any]]:
+    """Emails of a contact as the activity lists them, with their campaigns' titles."""
     titles = dict(
         session.execute(
-            select(Campaign.id, Campaign.title).where(Campaign.id.in_({d.campaign_id for d in paged.rows}))
+            select(Campaign.id, Campaign.title).where(Campaign.id.in_({d.campaign_id for d in deliverables}))
         ).all()
     )
-    entries = [
+    return [
         {
             "campaign_title": titles.get(d.campaign_id, ""),
             "campaign_id": d.campaign_id,
@@ -695,18 +719,63 @@ def contact_activity(session: Session, request: Request, contact: Contact) -> di
             "unsubscribed_at": d.unsubscribed_at,
             "spam_at": d.spam_at,
         }
-        for d in paged.rows
+        for d in deliverables
     ]
+
+
+def contact_activity(session: Session, request: Request, contact: Contact) -> dict[str, Any]:
+    """GET /contacts/{id}/activity: the latest sends, opens and clicks, and a page of its emails."""
+    paged = paginate(session, request, activity_query(contact), ACTIVITY_PER_PAGE)
     return {
-        "contact": {
-            "last_sent_at": summary[0],
-            "last_opened_at": summary[1],
-            "last_clicked_at": summary[2],
-            "unsubscribed_at": contact.unsubscribed_at,
-            "bounced_at": contact.bounced_at,
-        },
-        "deliverables": paged.envelope(entries),
+        "contact": activity_summary(session, contact),
+        "deliverables": paged.envelope(activity_entries(session, paged.rows)),
     }
+
+
+def listing_rows(session: Session, listing: ContactsListing) -> list[dict[str, Any]]:
+    """Every contact of the listing, unpaged, as ContactOut writes them (the console's CSV export)."""
+    rows = session.connection().execute(contacts_sql(listing.shape).all_rows, listing.values)
+    return [contact_json(row) for row in rows]
+
+
+def live_contacts_among(session: Session, account_id: int, contact_ids: list[int]) -> list[Contact]:
+    """Those of the ids that name live contacts of the account (a selection sent by a form)."""
+    return list(session.scalars(live_contacts(account_id).where(Contact.id.in_(contact_ids))))
+
+
+def latest_activity(session: Session, contact: Contact) -> list[dict[str, Any]]:
+    """The contact's latest ACTIVITY_PER_PAGE emails, as GET /contacts/{id}/activity lists them."""
+    deliverables = list(session.scalars(activity_query(contact).limit(ACTIVITY_PER_PAGE)))
+    return activity_entries(session, deliverables)
+
+
+def contact_lists_and_fields(session: Session, contact: Contact) -> tuple[list[int], dict[str, str]]:
+    """The live lists the contact is on (their ids) and its custom field values by field name."""
+    list_ids = list(
+        session.scalars(
+            select(ListMembership.list_id)
+            .join(ContactList, ContactList.id == ListMembership.list_id)
+            .where(ListMembership.contact_id == contact.id, ContactList.deleted_at.is_(None))
+            .order_by(ListMembership.list_id)
+        )
+    )
+    values = session.execute(
+        select(ContactField.name, ContactFieldValue.value)
+        .join(ContactField, ContactField.id == ContactFieldValue.field_id)
+        .where(ContactFieldValue.contact_id == contact.id)
+        .order_by(ContactField.name)
+    ).all()
+    return list_ids, {name: value for name, value in values}
+
+
+def join_lists(session: Session, account_id: int, contact_ids: list[int], list_id: int) -> None:
+    """Put live contacts of the account on one of its lists (the console's "add to list"), 422 for a
+    list that is not the account's."""
+    check_list_ids(session, account_id, [list_id], "list", 422)
+    live = session.scalars(
+        live_contacts(account_id).with_only_columns(Contact.id).where(Contact.id.in_(contact_ids))
+    )
+    add_memberships(session, account_id, [(contact_id, list_id) for contact_id in live], utcnow())
 
 
 def unsubscribe_by_email(session: Session, principal: Principal, email: str) -> Contact:

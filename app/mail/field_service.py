@@ -10,9 +10,10 @@ from sqlalchemy.orm import Session
 
 from app.db import upsert
 from app.identity.principal import Principal
-from app.kit.errors import ValidationFailed
-from app.mail.common import paginate
-from app.models import ContactField, ContactFieldValue
+from app.kit.errors import Conflict, ValidationFailed
+from app.kit.time import utcnow
+from app.mail.common import owned, paginate
+from app.models import Contact, ContactField, ContactFieldValue
 
 MAX_FIELDS_PER_ACCOUNT = 100
 FIELDS_PER_PAGE = 20
@@ -81,3 +82,54 @@ def fields_page(request: Request, session: Session, principal: Principal) -> dic
     )
     paged = paginate(session, request, query, FIELDS_PER_PAGE)
     return paged.envelope(paged.rows)
+
+
+def field_views(session: Session, account_id: int) -> list[dict[str, Any]]:
+    """The account's fields, oldest first, each with how many live contacts hold a value for it."""
+    counts = dict(
+        session.execute(
+            select(ContactFieldValue.field_id, func.count())
+            .join(ContactField, ContactField.id == ContactFieldValue.field_id)
+            .join(Contact, Contact.id == ContactFieldValue.contact_id)
+            .where(ContactField.account_id == account_id, Contact.deleted_at.is_(None))
+            .group_by(ContactFieldValue.field_id)
+        ).all()
+    )
+    fields = session.scalars(
+        select(ContactField).where(ContactField.account_id == account_id).order_by(ContactField.id)
+    )
+    return [{"id": f.id, "name": f.name, "contact_count": counts.get(f.id, 0)} for f in fields]
+
+
+def find_field(session: Session, principal: Principal, field_id: int) -> ContactField:
+    return owned(session, ContactField, field_id, principal.account.id, "Field not found.")
+
+
+def _check_name_free(session: Session, account_id: int, name: str) -> None:
+    taken = session.scalar(
+        select(ContactField.id).where(ContactField.account_id == account_id, ContactField.name == name)
+    )
+    if taken is not None:
+        raise Conflict(f"A field named {name} already exists.", code="field_exists")
+
+
+def add_field(session: Session, principal: Principal, name: str) -> None:
+    """A new field definition (a contact write makes one as well, on first use); 409 for a taken name."""
+    _check_name_free(session, principal.account.id, name)
+    ensure_fields(session, principal, [name])
+
+
+def rename_field(session: Session, field: ContactField, name: str) -> None:
+    """The field's new name; contacts keep their values. 409 when another field has that name."""
+    if name != field.name:
+        _check_name_free(session, field.account_id, name)
+    field.name = name
+    field.updated_at = utcnow()
+    session.flush()
+
+
+def delete_field(session: Session, field: ContactField) -> None:
+    """The field and every contact's value for it."""
+    session.execute(delete(ContactFieldValue).where(ContactFieldValue.field_id == field.id))
+    session.delete(field)
+    session.flush()

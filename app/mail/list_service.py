@@ -115,6 +115,13 @@ def add_list(session: Session, account_id: int, user_id: int, name: str) -> dict
     return list_views(session, [contact_list])[0]
 
 
+def rename_list(session: Session, contact_list: ContactList, name: str) -> None:
+    """A new name for the list (checked as a new list's name is, by ListCreate)."""
+    contact_list.name = name
+    contact_list.updated_at = utcnow()
+    session.flush()
+
+
 def delete_list(session: Session, contact_list: ContactList) -> None:
     """Soft delete; 409 while the list is in use (list_usages)."""
     usages = list_usages(session, contact_list.id)

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import Request
-from sqlalchemy import ColumnElement, String, delete, exists, literal, select, update
+from sqlalchemy import ColumnElement, Select, String, delete, exists, literal, select, update
 from sqlalchemy.orm import Session
 
 from app.db import among, upsert
@@ -66,9 +66,11 @@ def suppress_contacts(session: Session, contact_ids: Iterable[int], reason: str,
     )
 
 
-def add_suppressions(session: Session, principal: Principal, body: SuppressionCreate) -> tuple[int, int]:
+def add_suppressions(
+    session: Session, principal: Principal, body: SuppressionCreate, reason: str = "api"
+) -> tuple[int, int]:
     """POST /suppressions: (how many were added, how many were listed already). Emails already queued
-    for the addresses are cancelled."""
+    for the addresses are cancelled. `reason` is `api`, or `console` for addresses added there."""
     addresses = body.addresses()
     if not addresses:
         required = "The email field is required when emails is not present."
@@ -83,7 +85,7 @@ def add_suppressions(session: Session, principal: Principal, body: SuppressionCr
         .on_conflict_do_nothing(index_elements=["account_id", "email_key"])
         .returning(Suppression.email_key),
         [
-            {"account_id": account_id, "email": email, "email_key": key, "reason": "api", "created_at": now}
+            {"account_id": account_id, "email": email, "email_key": key, "reason": reason, "created_at": now}
             for key, email in by_key.items()
         ],
     ).all()
@@ -104,9 +106,17 @@ def add_suppressions(session: Session, principal: Principal, body: SuppressionCr
     return len(added), len(by_key) - len(added)
 
 
+def suppressions_query(account_id: int, search: str = "") -> Select[Suppression]:
+    """The account's list, oldest first; with `search`, the addresses containing it (any case)."""
+    query = select(Suppression).where(Suppression.account_id == account_id)
+    if search:
+        query = query.where(Suppression.email_key.contains(search.lower(), autoescape=True))
+    return query.order_by(Suppression.id)
+
+
 def suppressions_page(session: Session, request: Request, principal: Principal) -> dict[str, Any]:
     """GET /suppressions: the account's list, oldest first, a page of 100 (the email API's envelope)."""
-    query = select(Suppression).where(Suppression.account_id == principal.account.id).order_by(Suppression.id)
+    query = suppressions_query(principal.account.id)
     paged = paginate(session, request, query, SUPPRESSIONS_PER_PAGE)
     return paged.envelope([SuppressionOut.model_validate(row).model_dump() for row in paged.rows])
 

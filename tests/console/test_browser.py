@@ -2,7 +2,8 @@
 `tidings serve` (its scheduler on) with a local RSS host, the fake language-model engine, an SMTP sink
 and a webhook receiver: a feed made from a URL, a newsletter built from it with a filter whose draft
 holds only the kept item, sent with its Send button; a webhook's test event seen in its delivery log;
-a domain's DKIM record after `tidings dkim create`. Every page is checked with axe (no serious or
+a domain's DKIM record after `tidings dkim create`; the audience pages (home, contacts with a bulk
+action, lists, fields, suppressions, forms, automations). Every page is checked with axe (no serious or
 critical violation), at 375 px wide, with no console error, and no request leaving the service. One
 server for the module."""
 
@@ -24,6 +25,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
+from app.console.pages import SECTIONS
 from app.db import make_write_session_factory
 from app.identity.oauth.clients import register_client
 from app.identity.tokens import create_personal_token
@@ -174,7 +176,9 @@ def visitor(chromium: Any, served: Served) -> Iterator[Visitor]:
     made.page.get_by_label("Username").fill(served.person.username)
     made.page.get_by_label("Password").fill(PASSWORD)
     made.page.get_by_role("button", name="Sign in").click()
-    made.page.wait_for_selector("h1:has-text('Feeds')")
+    made.page.wait_for_selector(f"h1:has-text('{SECTIONS[0].label}')")
+    made.check()
+    made.open(f"{served.base}/console/feeds")
     try:
         yield made
     finally:
@@ -356,6 +360,63 @@ def _a_connected_app_is_revoked_from_tokens(visitor: Visitor, served: Served, en
     visitor.click("Revoke Console test app")
     assert "Console test app" not in (page.text_content("main") or "")
     assert httpx.get(base + "/campaigns", headers=as_app).status_code == 401
+
+
+def test_audience_pages_in_the_browser(visitor: Visitor, served: Served) -> None:
+    """The contacts, with a bulk action on a selection and a contact's page; lists and fields;
+    suppressions; forms; an automation with an email; home."""
+    page, base = visitor.page, served.base
+    api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
+    members = api.post("/lists", json={"name": "Members"}).json()["id"]
+    for email in ("walk-one@example.net", "walk-two@example.net"):
+        assert api.post("/contacts", json={"email": email}).status_code == 200
+    visitor.open(base + "/console/contacts?q=walk-")
+    page.get_by_label("Select walk-one@example.net").check()
+    page.get_by_label("Select walk-two@example.net").check()
+    page.get_by_label("Action").select_option("add")
+    page.get_by_label("List (to add to or remove from)").select_option(str(members))
+    page.once("dialog", lambda dialog: dialog.accept())
+    visitor.click("Apply")
+    visitor.open(f"{base}/console/contacts?list={members}")
+    assert "2 contacts." in (page.text_content("main") or "")
+    page.get_by_role("link", name="walk-one@example.net").click()
+    visitor.check()
+    page.get_by_label("First name").fill("Walker")
+    visitor.click("Save")
+    assert "Done: saved." in (page.text_content("main") or "")
+
+    visitor.open(base + "/console/lists")
+    visitor.open(f"{base}/console/lists/{members}/delete")
+    assert "Its 2 contacts stay" in (page.text_content("main") or "")
+    visitor.open(base + "/console/fields")
+
+    visitor.open(base + "/console/suppressions")
+    page.get_by_label("Addresses (one a line, at most 1000)").fill("blocked@example.net")
+    visitor.click("Suppress")
+    assert "added in the console" in (page.text_content("main") or "")
+
+    visitor.open(base + "/console/forms")
+    page.get_by_label("Title (shown above the form)").fill("Join the walk")
+    page.get_by_label("Members").check()
+    visitor.click("Create form")
+    page.get_by_text("HTML to embed in your site").click()
+    visitor.check()
+    visitor.open(base + "/console/automations")
+    page.get_by_label("Title").fill("Walk drip")
+    page.get_by_label("Trigger").select_option("apply_list")
+    page.get_by_label('List (for "joins a list")').select_option(str(members))
+    visitor.click("Create automation")
+    page.get_by_text("Add an email").click()
+    page.get_by_label("Subject").fill("Welcome aboard")
+    page.get_by_label("From name").fill("Walker")
+    page.get_by_label("From address").fill("walker@example.com")
+    page.get_by_label("HTML").fill("<p>Hello</p>")
+    visitor.click("Add email")
+    page.get_by_role("link", name="Welcome aboard").click()
+    visitor.check()
+
+    visitor.open(base + "/console/home")
+    assert "added in the last 7 days" in (page.text_content("main") or "")
 
 
 def _dkim_record_is_shown(visitor: Visitor, served: Served, tmp_path: Path) -> None:
