@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db import ReadSessionDep, SessionDep, WriteSessionDep, side_transaction
 from app.kit.errors import DomainError
+from app.kit.release import installed_version
 from app.main import create_app
 from app.models import TelemetrySetting
 
@@ -140,4 +141,8 @@ def test_healthz_answers_503_when_the_database_is_unreachable(tmp_path: Path) ->
     with TestClient(create_app(settings=settings), raise_server_exceptions=False) as client:
         health = client.get("/healthz")
     assert health.status_code == 503
-    assert health.json() == {"status": "error", "database": "OperationalError"}
+    assert health.json() == {
+        "status": "error",
+        "database": "OperationalError",
+        "version": installed_version(),
+    }

@@ -140,7 +140,9 @@ class BounceMailboxJobs(JobSet):
                 with transaction(self.session_factory) as session:
                     ingested = ingest_message(session, raw, self.tokens, utcnow(), self.rule)
                 log.info("bounce mailbox message %s: %s", uid, ingested.describe())
-                done = ingested.kind != "none"
+                # Read and acted on (a bounce of any class, a complaint, an unsubscribe request): deleted.
+                # Not a bounce, or unreadable: only flagged, left for a person.
+                done = ingested.kind not in ("none", "unreadable")
                 flags = r"(\Seen \Deleted)" if done else r"(\Seen)"
                 client.uid("STORE", uid, "+FLAGS.SILENT", flags)
                 deleted += done

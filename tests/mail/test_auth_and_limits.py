@@ -52,6 +52,14 @@ ROUTES = [
     ("DELETE", "/campaigns/1"),
     ("POST", "/campaigns/1/send"),
     ("GET", "/campaigns/1/stats"),
+    ("GET", "/campaigns/1/check"),
+    ("GET", "/campaigns/1/preview"),
+    ("GET", "/campaigns/1/report"),
+    ("POST", "/campaigns/1/test"),
+    ("POST", "/campaigns/1/pause"),
+    ("POST", "/campaigns/1/resume"),
+    ("POST", "/campaigns/1/cancel"),
+    ("POST", "/campaigns/1/unschedule"),
     ("GET", "/automations"),
     ("POST", "/automations"),
     ("GET", "/automations/1"),
@@ -70,6 +78,7 @@ ROUTES = [
     ("GET", "/webhooks/1"),
     ("DELETE", "/webhooks/1"),
     ("GET", "/webhooks/1/deliveries"),
+    ("POST", "/webhooks/1/rotate-secret"),
 ]
 PAID_ROUTES = [route for route in ROUTES if route != ("GET", "/me")]
 ROUTE_IDS = [f"{method} {path}" for method, path in ROUTES]

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from app.kit.time import utcnow
 from app.mail.bounce_classes import classify, enhanced_status
 from app.mail.bounce_mailbox import parse_message, read_dsn
 from app.mail.providers import Events, mailgun, postmark, sendgrid, ses
@@ -151,7 +152,11 @@ def test_sendgrid_events_get_their_class() -> None:
     body = json.dumps(events).encode()
     headers = signer.headers(body)
     read = sendgrid.read(
-        body, signer.public_key, headers[sendgrid.SIGNATURE_HEADER], headers[sendgrid.TIMESTAMP_HEADER]
+        body,
+        signer.public_key,
+        headers[sendgrid.SIGNATURE_HEADER],
+        headers[sendgrid.TIMESTAMP_HEADER],
+        utcnow(),
     )
     assert _classes(read) == [
         ("bounce", "hard"),
@@ -190,14 +195,18 @@ def test_mailgun_failures_get_their_class() -> None:
         event["delivery-status"].update({"code": code, "enhanced-code": enhanced, "message": message})
         return json.dumps(mailgun_body(key, event)).encode()
 
-    assert _classes(mailgun.read(failed(550, "5.1.1", "mailbox unavailable"), key)) == [("bounce", "hard")]
-    assert _classes(mailgun.read(failed(550, "5.7.26", GMAIL_UNAUTHENTICATED), key)) == [
+    assert _classes(mailgun.read(failed(550, "5.1.1", "mailbox unavailable"), key, utcnow())) == [
+        ("bounce", "hard")
+    ]
+    assert _classes(mailgun.read(failed(550, "5.7.26", GMAIL_UNAUTHENTICATED), key, utcnow())) == [
         ("bounce", "blocked")
     ]
-    assert _classes(mailgun.read(failed(421, "4.7.28", "rate limited", "temporary"), key)) == [
+    assert _classes(mailgun.read(failed(421, "4.7.28", "rate limited", "temporary"), key, utcnow())) == [
         ("bounce", "soft")
     ]
     # Mailgun's own refusal of an address it saw bounce before (code 605, no enhanced code) stays hard.
     assert _classes(
-        mailgun.read(json.dumps(mailgun_body(key, mailgun_failed("a@example.com", None))).encode(), key)
+        mailgun.read(
+            json.dumps(mailgun_body(key, mailgun_failed("a@example.com", None))).encode(), key, utcnow()
+        )
     ) == [("bounce", "hard")]
