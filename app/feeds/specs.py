@@ -142,7 +142,11 @@ OPENMAGPIE_KINDS = {
 def tidings_spec(value: Any) -> Any:
     """A spec written with openmagpie's kind names (`reddit_subreddit` with `subreddit`, `hn_feed`,
     `hn_comment`) as Tidings' spec of that kind."""
-    if not isinstance(value, dict) or value.get("kind") not in OPENMAGPIE_KINDS:
+    # A kind that is not a string (a list, an object: anything a client sends) is left to the models' own
+    # message; only a string can be looked up.
+    if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
+        return value
+    if value["kind"] not in OPENMAGPIE_KINDS:
         return value
     spec = {**value, "kind": OPENMAGPIE_KINDS[value["kind"]]}
     if "subreddit" in spec and "community" not in spec:

@@ -122,6 +122,8 @@ INVALID_SOURCES: list[tuple[Any, str, str]] = [
     ({"spec": {"kind": "rss"}}, "sources[0].spec.url", "required"),
     ({"spec": {"kind": "twitter", "handle": "x"}}, "sources[0].spec", "Unknown source kind"),
     ({"spec": {"url": "https://example.com"}}, "sources[0].spec", "kind"),
+    # A kind that is no string is not looked up among openmagpie's names (schemathesis found the 500).
+    ({"spec": {"kind": ["rss"], "url": "https://example.com"}}, "sources[0].spec", ""),
     ({}, "sources[0].spec", "required"),
     ({"spec": "rss"}, "sources[0].spec", ""),
     ({**RSS, "last_event_at": "2999-01-01T00:00:00Z"}, "sources[0].last_event_at", "future"),
