@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Response
 
-from app.console.pages import ConsoleUser, PostedForm, messages_of
-from app.console.watch_routes import WATCHES
+from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
 from app.identity.dependencies import require_paid_plan
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
@@ -19,7 +18,8 @@ from app.state import SettingsDep
 from app.watches import watch_service
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
-DRAFT = WATCHES + "/{watch_id}/campaigns/{campaign_id}"
+# Under its watch (the page a run of the email action links to); a route module imports no other.
+DRAFT = CONSOLE + "/watches/{watch_id}/campaigns/{campaign_id}"
 
 
 def _draft_page(
