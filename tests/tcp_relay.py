@@ -24,8 +24,8 @@ class TcpRelay:
 
     def cut(self) -> None:
         """Close every connection through the relay, and every new one as soon as it comes."""
-        self.cut_off.set()
         with self._lock:
+            self.cut_off.set()
             for sock in self._open:
                 _close(sock)
             self._open.clear()
@@ -54,6 +54,12 @@ class TcpRelay:
                 continue
             upstream.settimeout(None)
             with self._lock:
+                # A connection accepted just before a cut must not outlive it: checked under the lock
+                # that `cut` holds while it closes the open ones.
+                if self.cut_off.is_set():
+                    _close(client)
+                    _close(upstream)
+                    continue
                 self._open.update((client, upstream))
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()

@@ -128,6 +128,10 @@ class PostgresTokenLookup:
         return principal
 
 
+# How long a process remembers a bearer token's principal: one query a second for a busy client.
+TOKEN_CACHE_SECONDS = 1.0
+
+
 class CachedTokenLookup:
     """Remembers each token's principal for a second, so a busy client costs one query a second.
 
@@ -138,7 +142,7 @@ class CachedTokenLookup:
 
     MAX_ENTRIES = 10_000
 
-    def __init__(self, inner: TokenLookup, ttl: float = 1.0) -> None:
+    def __init__(self, inner: TokenLookup, ttl: float = TOKEN_CACHE_SECONDS) -> None:
         self.inner = inner
         self.ttl = ttl
         self.entries: dict[str, tuple[float, Principal]] = {}
