@@ -23,13 +23,16 @@ import email.policy
 import logging
 from dataclasses import dataclass
 from email.message import EmailMessage
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.config import Settings
 from app.kit.errors import DomainError, NotFound, ValidationFailed
+from app.kit.ratelimit import RateLimiter
 from app.mail.sending.queue import custom_fields_of
 from app.mail.sending.render import Recipient, Rendered, compile_campaign, render
 from app.mail.sending.tokens import MAX_ROW_ID, MailTokens
@@ -54,6 +57,15 @@ class MailContext:
     tokens: MailTokens
     base_url: str
     bounce_domain: str = ""
+
+
+@cache
+def _mail_context(secret_key: str, base_url: str, bounce_domain: str) -> MailContext:
+    return MailContext(MailTokens(secret_key), base_url.rstrip("/"), bounce_domain)
+
+
+def mail_context_of(settings: Settings) -> MailContext:
+    return _mail_context(settings.resolved_secret_key, settings.base_url, settings.bounce_domain)
 
 
 def recipient_of(session: Session, account_id: int, contact_id: int | None, address: str | None) -> Recipient:
@@ -131,9 +143,18 @@ def test_emails(
     return emails
 
 
-async def send_test_emails(smtp_url: str, outbox: Path, emails: list[Rendered]) -> list[str]:
-    """Sends them one after the other on one connection; the addresses the relay accepted. 503 when it
-    accepted none."""
+async def send_test_emails(
+    limiter: RateLimiter, account_id: int, settings: Settings, emails: list[Rendered]
+) -> list[str]:
+    """The account's test emails, within its hourly allowance (429 past it): sent one after the other
+    on one connection; the addresses the relay accepted. 503 when it accepted none."""
+    decision = await limiter.hit("campaign-test", str(account_id))
+    if not decision.allowed:
+        raise DomainError(429, "Too many test emails: try again later.", headers=decision.headers())
+    return await _send(settings.smtp_url, settings.outbox_path, emails)
+
+
+async def _send(smtp_url: str, outbox: Path, emails: list[Rendered]) -> list[str]:
     accepted: list[str] = []
     transport = make_transport(smtp_url, outbox, 1)
     try:

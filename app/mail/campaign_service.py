@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from fastapi import Request
-from sqlalchemy import delete, select
+from sqlalchemy import Select, delete, select
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
@@ -125,18 +125,23 @@ def reject_if_cancelled(campaign: Campaign) -> None:
         raise Conflict("Campaign was cancelled.", code="cancelled")
 
 
-def campaigns_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
-    """GET /campaigns: a page of the account's live campaigns (not an automation's emails)."""
-    query = (
+def campaigns_query(account_id: int) -> Select[Campaign]:
+    """The account's live campaigns (not an automation's emails), oldest first: what GET /campaigns
+    pages, and the console's list."""
+    return (
         select(Campaign)
         .where(
-            Campaign.account_id == principal.account.id,
+            Campaign.account_id == account_id,
             Campaign.deleted_at.is_(None),
             Campaign.automation_id.is_(None),
         )
         .order_by(Campaign.id)
     )
-    paged = paginate(session, request, query, CAMPAIGNS_PER_PAGE)
+
+
+def campaigns_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+    """GET /campaigns: a page of the account's live campaigns (not an automation's emails)."""
+    paged = paginate(session, request, campaigns_query(principal.account.id), CAMPAIGNS_PER_PAGE)
     return paged.envelope(campaign_views(session, paged.rows))
 
 
