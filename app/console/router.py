@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from app.console import (
     automation_routes,
+    campaign_routes,
     contact_routes,
     deliverability_routes,
     draft_routes,
@@ -25,6 +26,7 @@ from app.console.pages import SignInRequired, sign_in_redirect
 console_routers = (
     shell_routes.router,
     home_routes.router,
+    campaign_routes.router,
     contact_routes.router,
     list_routes.router,
     suppression_routes.router,
