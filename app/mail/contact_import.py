@@ -4,7 +4,7 @@ writing them in batches that stop at the account's contact limit on the exact ro
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,3 +196,65 @@ def import_batch(session: Session, owner_email: str, rows: list[tuple[int, Conta
         stopped_at=rows[fits][0] if fits < len(rows) else None,
         contact_limit=account.contact_limit,
     )
+
+
+@dataclass
+class ImportTally:
+    """What an import did: rows created, updated, written and left out, and where it stopped."""
+
+    created: int = 0
+    updated: int = 0
+    written: int = 0
+    skipped: int = 0
+    # The batch that reached the contact limit, if one did.
+    stopped: BatchOutcome | None = None
+
+
+def import_rows(
+    rows: Iterable[CsvRow],
+    list_ids: list[int],
+    *,
+    write_batch: Callable[[list[tuple[int, ContactWrite]]], BatchOutcome],
+    report: Callable[[RowProblem], None],
+    advance: Callable[[int], None],
+    batch_size: int,
+) -> ImportTally:
+    """The rows written in batches of `batch_size` by `write_batch` (the caller's transaction for each),
+    each row left out told to `report`, the rows done told to `advance`; it stops at the batch that
+    reaches the contact limit, and the rows after that stop are neither counted nor reported."""
+    tally = ImportTally()
+    batch: list[tuple[int, ContactWrite]] = []
+    read: list[int] = []  # the lines of the rows read since the last batch
+    problems: list[RowProblem] = []  # and those of them left out
+
+    def flush() -> BatchOutcome | None:
+        """Write the batch; the outcome when it stopped at the contact limit."""
+        nonlocal read, batch, problems
+        outcome = None
+        if batch:
+            outcome = write_batch(batch)
+            tally.created += outcome.created
+            tally.updated += outcome.updated
+            tally.written += outcome.written
+        stop = outcome.stopped_at if outcome is not None else None
+        for problem in problems:
+            if stop is None or problem.line < stop:
+                tally.skipped += 1
+                report(problem)
+        advance(len([line for line in read if stop is None or line < stop]))
+        read, batch, problems = [], [], []
+        return outcome if outcome is not None and outcome.stopped_at is not None else None
+
+    for row in rows:
+        read.append(row.line)
+        write = contact_write(row, list_ids)
+        if isinstance(write, RowProblem):
+            problems.append(write)
+        else:
+            batch.append((row.line, write))
+        if len(batch) == batch_size:
+            tally.stopped = flush()
+            if tally.stopped is not None:
+                return tally
+    tally.stopped = flush()
+    return tally
