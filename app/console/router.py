@@ -13,6 +13,7 @@ from app.console import (
     feed_routes,
     form_routes,
     home_routes,
+    import_routes,
     list_routes,
     newsletter_routes,
     settings_routes,
@@ -27,6 +28,7 @@ console_routers = (
     shell_routes.router,
     home_routes.router,
     campaign_routes.router,
+    import_routes.router,  # before the contact pages: /contacts/import is no contact id
     contact_routes.router,
     list_routes.router,
     suppression_routes.router,
