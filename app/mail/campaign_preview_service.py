@@ -34,10 +34,10 @@ from app.config import Settings
 from app.kit.errors import DomainError, NotFound, ValidationFailed
 from app.kit.ratelimit import RateLimiter
 from app.mail.sending.queue import custom_fields_of
-from app.mail.sending.render import Recipient, Rendered, compile_campaign, render
+from app.mail.sending.render import Recipient, Rendered, compile_stored, render
 from app.mail.sending.tokens import MAX_ROW_ID, MailTokens
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, make_transport
-from app.models import Campaign, Contact
+from app.models import Account, Campaign, Contact
 
 log = logging.getLogger("tidings.mail.preview")
 
@@ -90,11 +90,14 @@ def _recipient(session: Session, contact: Contact) -> Recipient:
 
 
 def rendered_email(
-    campaign: Campaign, recipient: Recipient, context: MailContext, subject_prefix: str = ""
+    session: Session, campaign: Campaign, recipient: Recipient, context: MailContext, subject_prefix: str = ""
 ) -> Rendered:
     """The email the send worker would make of this campaign for this recipient."""
-    compiled = compile_campaign(
-        campaign.id, subject_prefix + campaign.subject, campaign.html, campaign.from_name, campaign.from_email
+    account_tracks_opens = session.scalar(
+        select(Account.track_opens).where(Account.id == campaign.account_id)
+    )
+    compiled = compile_stored(
+        campaign, account_tracks_opens=bool(account_tracks_opens), subject_prefix=subject_prefix
     )
     return render(compiled, recipient, context.tokens, context.base_url, context.bounce_domain)
 
@@ -139,7 +142,7 @@ def test_emails(
     for address in unique:
         contact = contacts.get(address.lower())
         recipient = _recipient(session, contact) if contact else Recipient(UNTRACKED, address, None, None, {})
-        emails.append(rendered_email(campaign, recipient, context, TEST_SUBJECT_PREFIX))
+        emails.append(rendered_email(session, campaign, recipient, context, TEST_SUBJECT_PREFIX))
     return emails
 
 

@@ -242,7 +242,9 @@ def preview_campaign(
     recipient = campaign_preview_service.recipient_of(
         session, principal.account.id, query.contact_id, query.email
     )
-    rendered = campaign_preview_service.rendered_email(campaign, recipient, mail_context_of(settings))
+    rendered = campaign_preview_service.rendered_email(
+        session, campaign, recipient, mail_context_of(settings)
+    )
     if query.format == "eml":
         return Response(bytes(rendered.message), media_type="message/rfc822")
     return campaign_preview_service.preview(rendered)

@@ -22,7 +22,9 @@ from app.mail.campaign_check import SigningPolicy, refuse_serious_findings
 from app.mail.campaign_rules import (
     check_can_send,
     check_timezone_configured,
+    email_parts_view,
     live_list_ids,
+    set_email_parts,
     to_utc,
 )
 from app.mail.common import check_list_ids, paginate
@@ -68,6 +70,7 @@ def campaign_views(session: Session, campaigns: list[Campaign]) -> list[dict[str
             "send_warning": c.send_warning,
             "last_delivery_error": c.last_delivery_error,
             "last_delivery_error_at": c.last_delivery_error_at,
+            **email_parts_view(c),
             **totals[c.id].wire(c),
         }
         for c in campaigns
@@ -163,6 +166,7 @@ def create_campaign(session: Session, principal: Principal, body: CampaignCreate
         timezone=timezone,
         scheduled_at=scheduled_at,
     )
+    set_email_parts(campaign, body)
     session.add(campaign)
     session.flush()
     set_campaign_lists(session, campaign.id, list_ids)
@@ -184,6 +188,7 @@ def update_campaign(
     for name in REQUIRED_ON_UPDATE:
         if name in given:
             setattr(campaign, name, getattr(body, name))
+    set_email_parts(campaign, body)
     if body.timezone is not None:
         campaign.timezone = body.timezone
     if body.lists is not None:

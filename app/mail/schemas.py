@@ -113,6 +113,23 @@ class CampaignOut(Out):
     last_delivery_error_at: Annotated[
         OptionalTimestamp, Field(description="Beyond SendFox: when last_delivery_error happened.")
     ] = None
+    text: Annotated[
+        str | None,
+        Field(description="Beyond SendFox: the plain-text part as written; null: made from the html."),
+    ] = None
+    preheader: Annotated[
+        str | None, Field(description="Beyond SendFox: the hidden preview text at the top of the html.")
+    ] = None
+    reply_to: Annotated[
+        str | None, Field(description="Beyond SendFox: the Reply-To address; null: replies go to from_email.")
+    ] = None
+    track_opens: Annotated[
+        bool,
+        Field(
+            description="Beyond SendFox: whether its emails carry the open pixel (unless the account "
+            "turned it off for all its emails)."
+        ),
+    ] = True
 
 
 class CampaignCheckFindingOut(BaseModel):
@@ -199,6 +216,13 @@ class UserOut(BaseModel):
     contact_limit: int
     created_at: Timestamp
     updated_at: Timestamp
+    track_opens: Annotated[
+        bool,
+        Field(
+            description="Beyond SendFox: whether the account's emails may carry the open pixel (false: "
+            "none does, whatever each campaign says); set with PATCH /me."
+        ),
+    ] = True
 
 
 class ContactFieldOut(Out):
