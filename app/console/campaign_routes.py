@@ -40,7 +40,7 @@ from app.state import SettingsDep, app_state
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
 CAMPAIGNS = CONSOLE + "/campaigns"
 PER_PAGE = 50
-EDITED = ("title", "subject", "from_name", "from_email")
+EDITED = ("title", "subject", "preheader", "from_name", "from_email", "reply_to", "text")
 
 # What each control asks before it acts, and the states it is offered in (the service decides: a
 # control offered on a page that went stale is refused with the API's 409).
@@ -73,6 +73,7 @@ def _values(form: Form | None, view: dict[str, Any] | None) -> dict[str, Any]:
             "body": form.get("body"),
             "body_format": body_format if body_format in BODY_FORMATS else "html",
             "lists": form.all("lists"),
+            "track_opens": form.text("track_opens") == "yes",
             "preview_as": form.text("preview_as"),
         }
     view = view or {}
@@ -81,6 +82,7 @@ def _values(form: Form | None, view: dict[str, Any] | None) -> dict[str, Any]:
         "body": view.get("html") or "",
         "body_format": "html",
         "lists": [str(list_id) for list_id in view.get("lists", [])],
+        "track_opens": view.get("track_opens", True),
         "preview_as": "",
     }
 
@@ -93,6 +95,7 @@ def _campaign_body(values: dict[str, Any]) -> dict[str, Any]:
             **{name: values[name] for name in EDITED},
             "html": email_html(values["body"], body_format) if values["body"].strip() else "",
             "lists": values["lists"],
+            "track_opens": "true" if values["track_opens"] else "false",
         }
     )
     return body
@@ -111,7 +114,7 @@ def _preview(
     by the API's preview; None with the reason in the page's errors when it cannot be made."""
     recipient = campaign_preview_service.recipient_of(me.db, me.account_id, None, preview_as or None)
     rendered = campaign_preview_service.rendered_email(
-        campaign, recipient, campaign_preview_service.mail_context_of(settings)
+        me.db, campaign, recipient, campaign_preview_service.mail_context_of(settings)
     )
     return campaign_preview_service.preview(rendered)
 
@@ -127,6 +130,10 @@ def _unsaved(me: ConsoleUser, campaign_id: int, values: dict[str, Any]) -> Campa
         html=body.get("html") or "",
         from_name=body.get("from_name") or "",
         from_email=body.get("from_email") or "",
+        text=body.get("text"),
+        preheader=body.get("preheader"),
+        reply_to=body.get("reply_to"),
+        track_opens=values["track_opens"],
     )
 
 

@@ -58,6 +58,10 @@ FORM = {
     "subject": "Hello {{ first_name | friend }}",
     "from_name": "Ada",
     "from_email": "ada@example.com",
+    "preheader": "What happened in November",
+    "reply_to": "replies@example.com",
+    "text": "Hi {{ first_name | friend }}, in plain text.",
+    "track_opens": "yes",
     "body_format": "markdown",
     "body": "# Hi {{ first_name | friend }}\n\nYou live in {{ city }}. [Read](https://example.com/a)\n\n"
     "<script>alert(1)</script>",
@@ -79,6 +83,7 @@ def test_write_preview_and_save_a_campaign(console: TestClient, db: Session, per
     assert preview.status_code == 200, preview.text
     assert 'id="preview-subject">Hello Ann</span>' in preview.text
     assert "Hi Ann" in preview.text and "You live in Oslo" in preview.text
+    assert "Hi Ann, in plain text." in preview.text  # the hand-written text part
     assert "alert(1)" not in preview.text.split('id="live-preview"')[1]
     unknown = console.post(
         "/console/campaigns/new", data={**FORM, "preview_as": "nobody@example.com", "action": "preview"}
@@ -95,14 +100,28 @@ def test_write_preview_and_save_a_campaign(console: TestClient, db: Session, per
     stored = _campaign(db, campaign_id)
     assert stored.html.startswith("<h1>Hi {{ first_name | friend }}</h1>")
     assert '<a href="https://example.com/a">Read</a>' in stored.html and "script" not in stored.html
+    assert (stored.preheader, stored.reply_to, stored.track_opens) == (
+        "What happened in November",
+        "replies@example.com",
+        True,
+    )
+    assert stored.text == "Hi {{ first_name | friend }}, in plain text."
 
     # Pasted html: its <style> rules written into the elements, and cleaned.
-    pasted = {**FORM, "body_format": "html", "body": "<style>p{color:red}</style><p onclick='x()'>Hi</p>"}
+    pasted = {
+        **FORM,
+        "body_format": "html",
+        "body": "<style>p{color:red}</style><p onclick='x()'>Hi</p>",
+        "track_opens": "",
+        "text": "",
+    }
     assert (
         console.post(f"/console/campaigns/{campaign_id}", data={**pasted, "action": "save"}).status_code
         == 303
     )
-    assert _campaign(db, campaign_id).html == '<p style="color: red;">Hi</p>'
+    edited = _campaign(db, campaign_id)
+    assert edited.html == '<p style="color: red;">Hi</p>'
+    assert edited.track_opens is False and edited.text is None
     listed = console.get("/console/campaigns").text
     assert f'href="/console/campaigns/{campaign_id}">November news</a>' in listed and "draft" in listed
     shown = console.get(f"/console/campaigns/{campaign_id}", params={"preview_as": "ann@example.com"})
