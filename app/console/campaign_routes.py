@@ -18,7 +18,7 @@ from app.console.pages import CONSOLE, ConsoleUser, Form, PostedForm, messages_o
 from app.identity.dependencies import require_paid_plan
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
-from app.kit.pagination import PageRequest
+from app.kit.pagination import MAX_PAGE, PageRequest
 from app.kit.time import utcnow
 from app.mail import (
     campaign_control_service,
@@ -197,7 +197,7 @@ def _regular(me: ConsoleUser, campaign_id: int) -> Campaign:
 @router.get(CAMPAIGNS)
 def campaigns_page(me: ConsoleUser, page: int = 1) -> Response:
     _paid(me)
-    request = PageRequest(max(page, 1), PER_PAGE)
+    request = PageRequest(min(max(page, 1), MAX_PAGE), PER_PAGE)
     campaigns, total = page_of(me.db, campaign_service.campaigns_query(me.account_id), request)
     stats = campaign_stats(me.db, campaigns)
     return me.page(
@@ -377,7 +377,7 @@ def report_page(campaign_id: RowId, me: ConsoleUser) -> Response:
     return me.page(
         "campaigns/report.html",
         section="campaigns",
-        campaign=_view(me, campaign),
+        campaign=campaign,
         report=report,
         stats=stats,
         rows=[row for row in rows if any(row[kind] for kind in campaign_report_service.KINDS)],

@@ -89,6 +89,13 @@ def test_write_preview_and_save_a_campaign(console: TestClient, db: Session, per
         "/console/campaigns/new", data={**FORM, "preview_as": "nobody@example.com", "action": "preview"}
     )
     assert unknown.status_code == 404 and "Contact not found." in unknown.text
+    # Half-typed: a preview still shows (no 500 from an empty sender or subject).
+    blank = console.post(
+        "/console/campaigns/new",
+        data={**FORM, "from_email": "", "from_name": "A\nB", "subject": "", "action": "preview"},
+    )
+    assert blank.status_code == 200, blank.text
+    assert console.get("/console/campaigns", params={"page": 10**15}).status_code == 200
 
     # A save the API's model refuses keeps what was typed.
     refused = console.post("/console/campaigns/new", data={**FORM, "from_email": "", "action": "save"})
