@@ -290,7 +290,12 @@ async def test_send_campaign(
     body = validate(CampaignTestSend, raw, status=422)
     campaign = await run_in_threadpool(campaign_service.any_campaign, session, id, principal.account.id)
     emails = await run_in_threadpool(
-        campaign_preview_service.test_emails, session, campaign, body.emails, mail_context_of(settings)
+        campaign_preview_service.test_emails,
+        session,
+        campaign,
+        body.emails,
+        mail_context_of(settings),
+        app_state(request).dkim_signer,
     )
     limiter = app_state(request).test_send_limiter
     decision = await limiter.hit("campaign-test", str(principal.account.id))
