@@ -284,6 +284,7 @@ async def test_send_submit(
             campaign,
             [me.user.email],
             campaign_preview_service.mail_context_of(settings),
+            app_state(request).dkim_signer,
         )
         await campaign_preview_service.send_test_emails(
             app_state(request).test_send_limiter, me.account_id, settings, emails
@@ -374,6 +375,9 @@ def report_page(campaign_id: RowId, me: ConsoleUser) -> Response:
             ("clicked", "First clicks over time"),
         )
     }
+    chart_of["links"] = charts.bar_chart(
+        [charts.Bar(link["url"], link["clicks"]) for link in report["links"]], title="Clicks per link"
+    )
     return me.page(
         "campaigns/report.html",
         section="campaigns",

@@ -278,7 +278,12 @@ async def test_send_campaign(
     body = validate(CampaignTestSend, raw, status=422)
     campaign = await run_in_threadpool(campaign_service.any_campaign, session, id, principal.account.id)
     emails = await run_in_threadpool(
-        campaign_preview_service.test_emails, session, campaign, body.emails, mail_context_of(settings)
+        campaign_preview_service.test_emails,
+        session,
+        campaign,
+        body.emails,
+        mail_context_of(settings),
+        app_state(request).dkim_signer,
     )
     sent = await campaign_preview_service.send_test_emails(
         app_state(request).test_send_limiter, principal.account.id, settings, emails

@@ -413,14 +413,21 @@ class ReportDelivery(BaseModel):
     pending: int
 
 
+class ReportLink(BaseModel):
+    url: str = Field(description="Where the link went, merge tags filled")
+    clicks: int = Field(description="Every click of it, repeats included")
+    unique_clickers: int = Field(description="The emails (recipients) that clicked it")
+
+
 class CampaignReportOut(BaseModel):
     """Beyond SendFox: a campaign's events over time, hour by hour for 48 hours from the start of
-    sending, then day by day, and its delivery as it stands."""
+    sending, then day by day, its clicks per link, and its delivery as it stands."""
 
     campaign_id: int
     sending_state: SendingStateField
     started_at: OptionalTimestamp
     timezone: str
     delivery: ReportDelivery
+    links: list[ReportLink] = Field(description="Clicks per link, most clicked first (at most 500 links)")
     hourly: list[ReportHour]
     daily: list[ReportDay]

@@ -446,6 +446,7 @@ def _dkim_record_is_shown(visitor: Visitor, served: Served, tmp_path: Path) -> N
 
 IMPORTED = "Email Address;Given name;Town\ncamp-ann@example.net;Ann;Oslo\ncamp-bo@example.net;Bo;Rome\n"
 PIXEL = re.compile(r'src="(https?://[^"]+/t/o/[^"]+)"')
+CLICK = re.compile(r'href="(https?://[^"]+/t/c/[^"]+)"')
 
 
 def test_a_campaign_from_import_to_report_in_the_browser(
@@ -508,9 +509,13 @@ def test_a_campaign_from_import_to_report_in_the_browser(
     pixel = PIXEL.search(sent[0].part("html"))
     assert pixel is not None
     httpx.get(pixel.group(1).replace("&amp;", "&")).raise_for_status()
+    click = CLICK.search(sent[0].part("html"))
+    assert click is not None
+    assert httpx.get(click.group(1).replace("&amp;", "&")).status_code in (302, 303, 307)
     visitor.open(base + campaign_path + "/report")
     assert (page.text_content("#open-count") or "").startswith("1 ")
-    assert page.locator("svg.chart").count() == 3
+    assert "https://example.com/x" in (page.text_content("#links") or "")
+    assert page.locator("svg.chart").count() == 4  # sent, opens, clicks, clicks per link
 
     # A larger campaign, paused while it sends and resumed: it ends with every email sent once.
     many = [{"email": f"bulk-{n}@example.net"} for n in range(300)]

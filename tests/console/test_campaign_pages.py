@@ -19,7 +19,16 @@ from app.identity.principal import Principal, principal_of
 from app.kit.time import utcnow
 from app.mail import contact_service
 from app.mail.list_service import make_list
-from app.models import Account, Automation, Campaign, Contact, Deliverable, DeliverableState, User
+from app.models import (
+    Account,
+    Automation,
+    Campaign,
+    Contact,
+    Deliverable,
+    DeliverableState,
+    LinkClick,
+    User,
+)
 from tests.authroutes.conftest import Person
 from tests.smtp_sink import SmtpSink
 
@@ -227,12 +236,18 @@ def test_the_report_shows_progress_charts_and_figures(
             )
         )
     db.flush()
+    first = db.scalars(select(Deliverable).where(Deliverable.campaign_id == campaign_id)).first()
+    assert first is not None
+    for url in ("https://example.com/a", "https://example.com/a", "https://example.com/b"):
+        db.add(LinkClick(campaign_id=campaign_id, deliverable_id=first.id, url=url, clicked_at=start))
+    db.flush()
     report = console.get(f"/console/campaigns/{campaign_id}/report")
     assert report.status_code == 200, report.text
     text = report.text
     assert "sent: 100% done" in text and '<dd id="sent-count">2</dd>' in text
     assert '<dd id="open-count">1 (50.0% of sent)</dd>' in text
-    assert text.count('<svg class="chart"') == 3 and 'aria-label="First opens over time"' in text
+    assert text.count('<svg class="chart"') == 4 and 'aria-label="First opens over time"' in text
+    assert '<td class="url">https://example.com/a</td><td>2</td><td>1</td>' in text
     assert "data-refresh" not in text  # sending is over: nothing to refresh
     assert f'href="/console/campaigns/{campaign_id}/report"' in console.get("/console/campaigns").text
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from prometheus_client import Counter
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -33,6 +33,7 @@ from app.mail.sending.queue import (
     claim_batch,
     custom_fields_of,
     fan_out_due,
+    first_lists,
     record_outcomes,
     record_sent,
     release_expired_leases,
@@ -43,7 +44,7 @@ from app.mail.sending.render import CompiledCampaign, Recipient, campaign_header
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, Transport
 from app.mail.stats import SendingTotals, sending_totals
-from app.models import Account, Campaign, CampaignList
+from app.models import Account, Campaign
 
 log = logging.getLogger("tidings.sending")
 EMAILS = Counter(
@@ -256,10 +257,10 @@ class SendWorker:
             ).all()
         }
         stale = [cid for cid, stamp in stamps.items() if self._compiled.get(cid, (None,))[0] != stamp]
-        first_lists = _first_lists(session, stale)
+        list_ids = first_lists(session, stale)
         for campaign in session.scalars(select(Campaign).where(Campaign.id.in_(stale))):
             headers = campaign_headers(
-                campaign.id, campaign.account_id, first_lists.get(campaign.id), self.config.base_url
+                campaign.id, campaign.account_id, list_ids.get(campaign.id), self.config.base_url
             )
             compiled = compile_stored(campaign, account_tracks_opens=stamps[campaign.id][1], headers=headers)
             self._compiled[campaign.id] = (stamps[campaign.id], compiled)
@@ -384,15 +385,3 @@ class SendWorker:
         while sent := await self.run_once():
             total += sent
         return total
-
-
-def _first_lists(session: Session, campaign_ids: list[int]) -> dict[int, int]:
-    """Each campaign's lowest list id (its List-Id), once per compile, not per email."""
-    if not campaign_ids:
-        return {}
-    rows = session.execute(
-        select(CampaignList.campaign_id, func.min(CampaignList.list_id))
-        .where(CampaignList.campaign_id.in_(campaign_ids))
-        .group_by(CampaignList.campaign_id)
-    )
-    return {campaign_id: list_id for campaign_id, list_id in rows}
