@@ -23,8 +23,7 @@ from app.db import create_db_engine, make_session_factory, transaction
 from app.kit.errors import DomainError
 
 if TYPE_CHECKING:
-    from app.mail.contact_import import BatchOutcome, RowProblem
-    from app.mail.contact_service import ContactWrite
+    from app.mail.contact_import import RowProblem
 
 IMPORT_BATCH = 1000
 T = TypeVar("T")
@@ -116,11 +115,10 @@ def contacts_import(
     """
     # The email API's modules load here, not when the command line starts (every command would pay).
     from app.mail.contact_import import (
-        RowProblem,
         check_import_lists,
-        contact_write,
         count_csv_rows,
         import_batch,
+        import_rows,
         read_csv_rows,
     )
 
@@ -145,62 +143,35 @@ def contacts_import(
         except SQLAlchemyError as exc:
             raise fail(f"database error: {exc.__class__.__name__}: {str(exc).splitlines()[0]}") from exc
 
-    created = updated = written = skipped = 0
-    stopped: BatchOutcome | None = None
     try:
         in_transaction(lambda session: check_import_lists(session, email, lists))
         with error_report(errors) as report:
             progress = ImportProgress(total)
             try:
-                batch: list[tuple[int, ContactWrite]] = []
-                read: list[int] = []  # the lines of the rows read since the last batch
-                problems: list[RowProblem] = []  # and those of them left out
-
-                def flush() -> BatchOutcome | None:
-                    """Write the batch; the outcome when it stopped at the contact limit."""
-                    nonlocal created, updated, written, skipped, read, batch, problems
-                    outcome = None
-                    if batch:
-                        outcome = in_transaction(lambda session: import_batch(session, email, batch))
-                        created += outcome.created
-                        updated += outcome.updated
-                        written += outcome.written
-                    stop = outcome.stopped_at if outcome is not None else None
-                    # Rows after a stop were not looked at, as far as the report and the counts go.
-                    for problem in problems:
-                        if stop is None or problem.line < stop:
-                            skipped += 1
-                            report(problem)
-                    progress.advance(len([line for line in read if stop is None or line < stop]))
-                    read, batch, problems = [], [], []
-                    return outcome if outcome is not None and outcome.stopped_at is not None else None
-
-                for row in read_csv_rows(file):
-                    read.append(row.line)
-                    write = contact_write(row, lists)
-                    if isinstance(write, RowProblem):
-                        problems.append(write)
-                    else:
-                        batch.append((row.line, write))
-                    if len(batch) == batch_size:
-                        stopped = flush()
-                        if stopped is not None:
-                            break
-                else:
-                    stopped = flush()
+                tally = import_rows(
+                    read_csv_rows(file),
+                    lists,
+                    write_batch=lambda batch: in_transaction(
+                        lambda session: import_batch(session, email, batch)
+                    ),
+                    report=report,
+                    advance=progress.advance,
+                    batch_size=batch_size,
+                )
             finally:
                 progress.close()
     except DomainError as exc:
         raise fail(exc.message) from exc
     finally:
         engine.dispose()
-    summary = f"created {created}, updated {updated}, skipped {skipped} invalid"
-    if errors is not None and skipped:
+    summary = f"created {tally.created}, updated {tally.updated}, skipped {tally.skipped} invalid"
+    if errors is not None and tally.skipped:
         summary += f" (listed in {errors})"
+    stopped = tally.stopped
     if stopped is not None:
         raise fail(
             f"stopped at line {stopped.stopped_at} of {file}: the account's contact limit of "
-            f"{stopped.contact_limit} is reached; {written} rows went in before it ({summary}). "
+            f"{stopped.contact_limit} is reached; {tally.written} rows went in before it ({summary}). "
             f"Raise the limit with `tidings users update {email} --contact-limit N` and run the "
             "import again (contacts already in are updated, not duplicated)."
         )

@@ -38,6 +38,7 @@ class Section:
 # of the console (contacts, campaigns, ...) adds its sections here.
 SECTIONS = (
     Section("home", "Home", CONSOLE + "/home"),
+    Section("campaigns", "Campaigns", CONSOLE + "/campaigns"),
     Section("contacts", "Contacts", CONSOLE + "/contacts"),
     Section("lists", "Lists", CONSOLE + "/lists"),
     Section("fields", "Fields", CONSOLE + "/fields"),

@@ -6,12 +6,14 @@ from fastapi import FastAPI
 
 from app.console import (
     automation_routes,
+    campaign_routes,
     contact_routes,
     deliverability_routes,
     draft_routes,
     feed_routes,
     form_routes,
     home_routes,
+    import_routes,
     list_routes,
     newsletter_routes,
     settings_routes,
@@ -25,6 +27,8 @@ from app.console.pages import SignInRequired, sign_in_redirect
 console_routers = (
     shell_routes.router,
     home_routes.router,
+    campaign_routes.router,
+    import_routes.router,  # before the contact pages: /contacts/import is no contact id
     contact_routes.router,
     list_routes.router,
     suppression_routes.router,

@@ -26,6 +26,8 @@ class AccountInfo:
     contacts_version: int
     timezone: str
     warmup_until: datetime | None
+    # Whether its emails may carry the open pixel (its PATCH /me switch).
+    track_opens: bool = True
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ def principal_of(user: User, account: Account) -> Principal:
             account.contacts_version,
             account.timezone,
             account.warmup_until,
+            account.track_opens,
         ),
     )
 
@@ -81,6 +84,7 @@ _PRINCIPAL_COLUMNS = (
     Account.contacts_version,
     Account.timezone,
     Account.warmup_until,
+    Account.track_opens,
 )
 
 
@@ -144,11 +148,19 @@ def principal_from_row(row: Any) -> Principal:
         contacts_version,
         timezone,
         warmup_until,
+        track_opens,
     ) = row
     return Principal(
         user=UserInfo(user_id, account_id, email, name, bool(is_staff), _utc(created), _utc(updated)),  # type: ignore[arg-type]
         account=AccountInfo(
-            account_id, plan, contact_limit, contacts_count, contacts_version, timezone, _utc(warmup_until)
+            account_id,
+            plan,
+            contact_limit,
+            contacts_count,
+            contacts_version,
+            timezone,
+            _utc(warmup_until),
+            bool(track_opens),
         ),
         token_id=token_id,
         token_last_used_at=_utc(last_used),

@@ -17,6 +17,7 @@ from app.identity.principal import Principal
 from app.kit.errors import NotFound, ValidationFailed
 from app.kit.time import utcnow
 from app.mail.automation_runs import set_active
+from app.mail.campaign_rules import set_email_parts
 from app.mail.campaign_service import campaign_views
 from app.mail.common import owned, paginate, valid_id
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
@@ -290,6 +291,7 @@ def add_automation_email(
         from_email=body.from_email,
         timezone=principal.account.timezone or None,
     )
+    set_email_parts(campaign, body)
     session.add(campaign)
     session.flush()
     item = AutomationItem(
@@ -319,6 +321,8 @@ def update_automation_email(
         if name in given:
             setattr(campaign, name, getattr(body, name))
             campaign.updated_at = now
+    if set_email_parts(campaign, body):
+        campaign.updated_at = now
     if body.subject is not None:
         campaign.title = body.subject
     if body.delay_hours is not None:

@@ -3,7 +3,8 @@
 
 Both are made by the send path's own `compile_campaign` and `render` (app/mail/sending/render.py), so
 what a preview shows is what the worker sends: merge tags and their fallbacks, the signed click links,
-the open pixel, the unsubscribe link and footer, the plain-text part, the headers. One thing differs on
+the open pixel, the unsubscribe link and footer, the plain-text part, the headers (List-Id and
+Feedback-ID included). One thing differs on
 purpose: the signed tokens name no email (deliverable id 2**31 - 1, the last id the queue's integer
 column can hold, which it reaches only after two billion emails), so a preview's or a test
 email's links go where they should while counting nothing, and its unsubscribe link unsubscribes nobody.
@@ -11,7 +12,8 @@ email's links go where they should while counting nothing, and its unsubscribe l
 Test sends go to at most MAX_TEST_ADDRESSES addresses, with `[Test] ` before the subject; a contact of
 the account with that address fills the merge tags, anyone else gets the fallbacks. They are counted in
 no statistic, checked against no suppression, and limited per account (TEST_SENDS_PER_HOUR) so that
-the route cannot be used to send mail in bulk outside a campaign.
+the route cannot be used to send mail in bulk outside a campaign. They are DKIM-signed as the send
+worker signs: a receiver judges a test email as it will judge the campaign's.
 """
 
 from __future__ import annotations
@@ -21,20 +23,24 @@ import contextlib
 import email
 import email.policy
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.message import EmailMessage
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.config import Settings
 from app.kit.errors import DomainError, NotFound, ValidationFailed
-from app.mail.sending.queue import custom_fields_of
-from app.mail.sending.render import Recipient, Rendered, compile_campaign, render
+from app.kit.ratelimit import RateLimiter
+from app.mail.sending.dkim import DkimSigner
+from app.mail.sending.queue import custom_fields_of, first_lists
+from app.mail.sending.render import Recipient, Rendered, campaign_headers, compile_stored, render
 from app.mail.sending.tokens import MAX_ROW_ID, MailTokens
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, make_transport
-from app.models import Campaign, Contact
+from app.models import Account, Campaign, Contact
 
 log = logging.getLogger("tidings.mail.preview")
 
@@ -54,6 +60,15 @@ class MailContext:
     tokens: MailTokens
     base_url: str
     bounce_domain: str = ""
+
+
+@cache
+def _mail_context(secret_key: str, base_url: str, bounce_domain: str) -> MailContext:
+    return MailContext(MailTokens(secret_key), base_url.rstrip("/"), bounce_domain)
+
+
+def mail_context_of(settings: Settings) -> MailContext:
+    return _mail_context(settings.resolved_secret_key, settings.base_url, settings.bounce_domain)
 
 
 def recipient_of(session: Session, account_id: int, contact_id: int | None, address: str | None) -> Recipient:
@@ -78,11 +93,18 @@ def _recipient(session: Session, contact: Contact) -> Recipient:
 
 
 def rendered_email(
-    campaign: Campaign, recipient: Recipient, context: MailContext, subject_prefix: str = ""
+    session: Session, campaign: Campaign, recipient: Recipient, context: MailContext, subject_prefix: str = ""
 ) -> Rendered:
     """The email the send worker would make of this campaign for this recipient."""
-    compiled = compile_campaign(
-        campaign.id, subject_prefix + campaign.subject, campaign.html, campaign.from_name, campaign.from_email
+    account_tracks_opens = session.scalar(
+        select(Account.track_opens).where(Account.id == campaign.account_id)
+    )
+    list_id = first_lists(session, [campaign.id]).get(campaign.id)
+    compiled = compile_stored(
+        campaign,
+        account_tracks_opens=bool(account_tracks_opens),
+        headers=campaign_headers(campaign.id, campaign.account_id, list_id, context.base_url),
+        subject_prefix=subject_prefix,
     )
     return render(compiled, recipient, context.tokens, context.base_url, context.bounce_domain)
 
@@ -107,9 +129,10 @@ def _part(message: EmailMessage, subtype: str) -> str:
 
 
 def test_emails(
-    session: Session, campaign: Campaign, addresses: list[str], context: MailContext
+    session: Session, campaign: Campaign, addresses: list[str], context: MailContext, signer: DkimSigner
 ) -> list[Rendered]:
-    """The test emails to send: each address once, merge tags from the account's contact with it."""
+    """The test emails to send: each address once, merge tags from the account's contact with it, and
+    DKIM-signed as the send worker signs (with its From domain's keys, when it has any)."""
     unique = list(dict.fromkeys(address.strip() for address in addresses))
     if not unique or len(unique) > MAX_TEST_ADDRESSES:
         raise ValidationFailed({"emails": [f"Give 1 to {MAX_TEST_ADDRESSES} email addresses."]})
@@ -127,13 +150,25 @@ def test_emails(
     for address in unique:
         contact = contacts.get(address.lower())
         recipient = _recipient(session, contact) if contact else Recipient(UNTRACKED, address, None, None, {})
-        emails.append(rendered_email(campaign, recipient, context, TEST_SUBJECT_PREFIX))
-    return emails
+        emails.append(rendered_email(session, campaign, recipient, context, TEST_SUBJECT_PREFIX))
+    signer.refresh(session)  # keys made or deleted since the last test send
+    return [
+        replace(rendered, message=signer.sign(rendered.message, campaign.from_email)) for rendered in emails
+    ]
 
 
-async def send_test_emails(smtp_url: str, outbox: Path, emails: list[Rendered]) -> list[str]:
-    """Sends them one after the other on one connection; the addresses the relay accepted. 503 when it
-    accepted none."""
+async def send_test_emails(
+    limiter: RateLimiter, account_id: int, settings: Settings, emails: list[Rendered]
+) -> list[str]:
+    """The account's test emails, within its hourly allowance (429 past it): sent one after the other
+    on one connection; the addresses the relay accepted. 503 when it accepted none."""
+    decision = await limiter.hit("campaign-test", str(account_id))
+    if not decision.allowed:
+        raise DomainError(429, "Too many test emails: try again later.", headers=decision.headers())
+    return await _send(settings.smtp_url, settings.outbox_path, emails)
+
+
+async def _send(smtp_url: str, outbox: Path, emails: list[Rendered]) -> list[str]:
     accepted: list[str] = []
     transport = make_transport(smtp_url, outbox, 1)
     try:

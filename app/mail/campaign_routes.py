@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from functools import cache
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from app.config import Settings
 from app.db import ReadSessionDep, SessionDep
 from app.identity.dependencies import PaidMailUser
-from app.kit.errors import DomainError
 from app.kit.openapi import FORM, JSON, request_body
 from app.kit.time import utcnow
 from app.mail import (
@@ -23,6 +20,7 @@ from app.mail import (
     campaign_service,
 )
 from app.mail.campaign_check import SigningPolicy
+from app.mail.campaign_preview_service import mail_context_of
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
 from app.mail.schemas import (
@@ -36,7 +34,6 @@ from app.mail.schemas import (
     Page,
     TestSendOut,
 )
-from app.mail.sending.tokens import MailTokens
 from app.mail.specs import (
     PREVIEW_PARAMETERS,
     CampaignCreate,
@@ -222,15 +219,6 @@ def unschedule_campaign(id: RowId, session: SessionDep, principal: PaidMailUser)
     return campaign_control_service.unschedule_campaign(session, campaign, utcnow())
 
 
-@cache
-def mail_context(secret_key: str, base_url: str, bounce_domain: str) -> campaign_preview_service.MailContext:
-    return campaign_preview_service.MailContext(MailTokens(secret_key), base_url.rstrip("/"), bounce_domain)
-
-
-def mail_context_of(settings: Settings) -> campaign_preview_service.MailContext:
-    return mail_context(settings.resolved_secret_key, settings.base_url, settings.bounce_domain)
-
-
 @router.get(
     "/campaigns/{id}/preview",
     response_model=CampaignPreviewOut,
@@ -254,7 +242,9 @@ def preview_campaign(
     recipient = campaign_preview_service.recipient_of(
         session, principal.account.id, query.contact_id, query.email
     )
-    rendered = campaign_preview_service.rendered_email(campaign, recipient, mail_context_of(settings))
+    rendered = campaign_preview_service.rendered_email(
+        session, campaign, recipient, mail_context_of(settings)
+    )
     if query.format == "eml":
         return Response(bytes(rendered.message), media_type="message/rfc822")
     return campaign_preview_service.preview(rendered)
@@ -288,13 +278,16 @@ async def test_send_campaign(
     body = validate(CampaignTestSend, raw, status=422)
     campaign = await run_in_threadpool(campaign_service.any_campaign, session, id, principal.account.id)
     emails = await run_in_threadpool(
-        campaign_preview_service.test_emails, session, campaign, body.emails, mail_context_of(settings)
+        campaign_preview_service.test_emails,
+        session,
+        campaign,
+        body.emails,
+        mail_context_of(settings),
+        app_state(request).dkim_signer,
     )
-    limiter = app_state(request).test_send_limiter
-    decision = await limiter.hit("campaign-test", str(principal.account.id))
-    if not decision.allowed:
-        raise DomainError(429, "Too many test emails: try again later.", headers=decision.headers())
-    sent = await campaign_preview_service.send_test_emails(settings.smtp_url, settings.outbox_path, emails)
+    sent = await campaign_preview_service.send_test_emails(
+        app_state(request).test_send_limiter, principal.account.id, settings, emails
+    )
     return TestSendOut(sent_to=sent)
 
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 from fastapi import Request
-from sqlalchemy import delete, select
+from sqlalchemy import Select, delete, select
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
@@ -22,7 +22,9 @@ from app.mail.campaign_check import SigningPolicy, refuse_serious_findings
 from app.mail.campaign_rules import (
     check_can_send,
     check_timezone_configured,
+    email_parts_view,
     live_list_ids,
+    set_email_parts,
     to_utc,
 )
 from app.mail.common import check_list_ids, paginate
@@ -68,6 +70,7 @@ def campaign_views(session: Session, campaigns: list[Campaign]) -> list[dict[str
             "send_warning": c.send_warning,
             "last_delivery_error": c.last_delivery_error,
             "last_delivery_error_at": c.last_delivery_error_at,
+            **email_parts_view(c),
             **totals[c.id].wire(c),
         }
         for c in campaigns
@@ -125,18 +128,23 @@ def reject_if_cancelled(campaign: Campaign) -> None:
         raise Conflict("Campaign was cancelled.", code="cancelled")
 
 
-def campaigns_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
-    """GET /campaigns: a page of the account's live campaigns (not an automation's emails)."""
-    query = (
+def campaigns_query(account_id: int) -> Select[Campaign]:
+    """The account's live campaigns (not an automation's emails), oldest first: what GET /campaigns
+    pages, and the console's list."""
+    return (
         select(Campaign)
         .where(
-            Campaign.account_id == principal.account.id,
+            Campaign.account_id == account_id,
             Campaign.deleted_at.is_(None),
             Campaign.automation_id.is_(None),
         )
         .order_by(Campaign.id)
     )
-    paged = paginate(session, request, query, CAMPAIGNS_PER_PAGE)
+
+
+def campaigns_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+    """GET /campaigns: a page of the account's live campaigns (not an automation's emails)."""
+    paged = paginate(session, request, campaigns_query(principal.account.id), CAMPAIGNS_PER_PAGE)
     return paged.envelope(campaign_views(session, paged.rows))
 
 
@@ -158,6 +166,7 @@ def create_campaign(session: Session, principal: Principal, body: CampaignCreate
         timezone=timezone,
         scheduled_at=scheduled_at,
     )
+    set_email_parts(campaign, body)
     session.add(campaign)
     session.flush()
     set_campaign_lists(session, campaign.id, list_ids)
@@ -179,6 +188,7 @@ def update_campaign(
     for name in REQUIRED_ON_UPDATE:
         if name in given:
             setattr(campaign, name, getattr(body, name))
+    set_email_parts(campaign, body)
     if body.timezone is not None:
         campaign.timezone = body.timezone
     if body.lists is not None:

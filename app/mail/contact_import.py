@@ -4,7 +4,7 @@ writing them in batches that stop at the account's contact limit on the exact ro
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,8 +42,33 @@ class RowProblem:
     reason: str
 
 
-def read_csv_rows(path: Path) -> Iterator[CsvRow]:
-    """The file's records, blank lines skipped; column names compare trimmed and lowercase.
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which column of the file (its header name, trimmed and lowercase) fills what: the email, the
+    names, and custom fields (column, field name). The command's file names its columns `email`,
+    `first_name` and `last_name`; the console's import page lets the person map any header."""
+
+    email: str = EMAIL_COLUMN
+    first_name: str | None = NAME_COLUMNS[0]
+    last_name: str | None = NAME_COLUMNS[1]
+    fields: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def imported(self) -> set[str]:
+        """The columns whose values become an email or a name (which hold no line break)."""
+        return {name for name in (self.email, self.first_name, self.last_name) if name}
+
+
+FILE_COLUMNS = ColumnMap()
+# The delimiters a file may use, by the name a form sends.
+DELIMITERS = {"comma": ",", "semicolon": ";", "tab": "\t", "bar": "|"}
+
+
+def read_csv_rows(
+    path: Path, columns: ColumnMap = FILE_COLUMNS, delimiter: str = ",", name: str | None = None
+) -> Iterator[CsvRow]:
+    """The file's records, blank lines skipped; column names compare trimmed and lowercase. `name` is
+    how the messages call the file (its path otherwise).
 
     DomainError(400) when the header has no email column, the file is not UTF-8 or not CSV, or a quote
     is not closed where it should be. The CSV is read strictly: a quote left open to the end of the file,
@@ -52,34 +77,54 @@ def read_csv_rows(path: Path) -> Iterator[CsvRow]:
     (a postal address, a note); one of the columns imported (email, names) may not, as no contact's
     does: there a line break means a quote opened by mistake.
     """
+    label = name or str(path)
     end = 0  # the last line of the record read last
     try:
         with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle, strict=True)
+            reader = csv.reader(handle, strict=True, delimiter=delimiter)
             header = next(reader, None)
-            columns = [name.strip().lower() for name in header or []]
-            if EMAIL_COLUMN not in columns:
-                raise DomainError(400, f"{path} has no 'email' column in its header")
+            names = [column.strip().lower() for column in header or []]
+            if columns.email not in names:
+                raise DomainError(400, f"{label} has no '{columns.email}' column in its header")
             end = reader.line_num
             for record in reader:
                 start, end = end + 1, reader.line_num
                 if not record:
                     continue
                 if end > start:
-                    refuse_line_breaks(path, columns, record, start, end)
-                values = {name: value.strip() for name, value in zip(columns, record, strict=False)}
+                    refuse_line_breaks(label, columns.imported, names, record, start, end)
+                values = {column: value.strip() for column, value in zip(names, record, strict=False)}
                 yield CsvRow(start, values)
     except UnicodeDecodeError as exc:
-        raise DomainError(400, f"{path} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
+        raise DomainError(400, f"{label} is not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
     except csv.Error as exc:
-        raise DomainError(400, csv_error_message(path, exc, end + 1)) from exc
+        raise DomainError(400, csv_error_message(label, exc, end + 1)) from exc
 
 
-IMPORTED_COLUMNS = (EMAIL_COLUMN, *NAME_COLUMNS)
+def csv_header(path: Path, delimiter: str) -> list[str]:
+    """The file's column names as written (for the mapping page; bytes that are not UTF-8 shown as
+    U+FFFD, the import itself refuses them); [] when its first line is not CSV."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig", errors="replace") as handle:
+            header = next(csv.reader(handle, delimiter=delimiter), [])
+    except csv.Error:
+        return []
+    return [column.strip() for column in header]
+
+
+def guess_delimiter(path: Path) -> str:
+    """The name of the delimiter the file's first line holds most of (a comma when none)."""
+    with path.open(encoding="utf-8-sig", errors="replace") as handle:
+        first = handle.readline()
+    counts = {name: first.count(character) for name, character in DELIMITERS.items()}
+    best = max(counts, key=lambda name: counts[name])
+    return best if counts[best] else "comma"
+
+
 QUOTE_ADVICE = 'close the quote, or write a quote inside a quoted field twice ("Ada ""the"" Lovelace")'
 
 
-def csv_error_message(path: Path, exc: csv.Error, start: int) -> str:
+def csv_error_message(path: str, exc: csv.Error, start: int) -> str:
     """The csv module's complaint, said as where the record (and so the open quote) starts."""
     if "unexpected end of data" in str(exc):
         return (
@@ -89,12 +134,14 @@ def csv_error_message(path: Path, exc: csv.Error, start: int) -> str:
     return f"{path} is not valid CSV in the record starting on line {start} ({exc}); {QUOTE_ADVICE}"
 
 
-def refuse_line_breaks(path: Path, columns: list[str], record: list[str], start: int, end: int) -> None:
+def refuse_line_breaks(
+    path: str, imported: set[str], columns: list[str], record: list[str], start: int, end: int
+) -> None:
     """DomainError(400) when an imported column of a record that spans lines start..end holds a line
     break: the quote that opened it, on the line named, was not closed where the field should end."""
     line = start
     for name, value in zip(columns, record, strict=False):
-        if name in IMPORTED_COLUMNS and ("\n" in value or "\r" in value):
+        if name in imported and ("\n" in value or "\r" in value):
             raise DomainError(
                 400,
                 f"{path}: the {name} field quoted on line {line} runs over {end - line + 1} lines "
@@ -104,28 +151,48 @@ def refuse_line_breaks(path: Path, columns: list[str], record: list[str], start:
         line += value.count("\n") or value.count("\r")
 
 
-def count_csv_rows(path: Path) -> int:
+def count_csv_rows(
+    path: Path, columns: ColumnMap = FILE_COLUMNS, delimiter: str = ",", name: str | None = None
+) -> int:
     """One pass over the file, reading it as the import will: its errors show before anything is written."""
-    return sum(1 for _ in read_csv_rows(path))
+    return sum(1 for _ in read_csv_rows(path, columns, delimiter, name))
 
 
-def contact_write(row: CsvRow, list_ids: list[int]) -> ContactWrite | RowProblem:
-    """The row as a contact write, under the API's rules for a contact; or why it cannot be one."""
-    email = row.values.get(EMAIL_COLUMN, "")
+def contact_write(
+    row: CsvRow, list_ids: list[int], columns: ColumnMap = FILE_COLUMNS
+) -> ContactWrite | RowProblem:
+    """The row as a contact write, under the API's rules for a contact (its custom fields' too); or
+    why it cannot be one. An empty cell of a custom field leaves the contact's value as it is."""
+    email = row.values.get(columns.email, "")
     if not email:
         return RowProblem(row.line, "", "no email")
-    fields = {name: row.values.get(name) or None for name in NAME_COLUMNS}
+    column_of = {
+        EMAIL_COLUMN: columns.email,
+        "first_name": columns.first_name,
+        "last_name": columns.last_name,
+    }
+    names = {target: row.values.get(column_of[target] or "") or None for target in NAME_COLUMNS}
+    given = [(column, field) for column, field in columns.fields if row.values.get(column)]
+    custom = [{"name": field, "value": row.values[column]} for column, field in given]
     try:
-        contact = BatchContact.model_validate({EMAIL_COLUMN: email, **fields})
+        contact = BatchContact.model_validate({EMAIL_COLUMN: email, **names, "contact_fields": custom})
     except ValidationError as exc:
         error = exc.errors()[0]
         field = str(error["loc"][0]) if error["loc"] else EMAIL_COLUMN
-        return RowProblem(row.line, str(row.values.get(field) or ""), f"{field}: {error['msg']}")
+        if field == "contact_fields" and len(error["loc"]) > 1:
+            column, name = given[int(error["loc"][1])]
+            return RowProblem(row.line, row.values.get(column, ""), f"{name}: {error['msg']}")
+        column = {
+            EMAIL_COLUMN: columns.email,
+            **dict(zip(NAME_COLUMNS, (columns.first_name, columns.last_name), strict=True)),
+        }.get(field) or field
+        return RowProblem(row.line, str(row.values.get(column) or ""), f"{field}: {error['msg']}")
     return ContactWrite(
         email=contact.email,
         first_name=contact.first_name,
         last_name=contact.last_name,
         lists=list(list_ids),
+        fields={item.name: item.value for item in contact.contact_fields},
     )
 
 
@@ -196,3 +263,66 @@ def import_batch(session: Session, owner_email: str, rows: list[tuple[int, Conta
         stopped_at=rows[fits][0] if fits < len(rows) else None,
         contact_limit=account.contact_limit,
     )
+
+
+@dataclass
+class ImportTally:
+    """What an import did: rows created, updated, written and left out, and where it stopped."""
+
+    created: int = 0
+    updated: int = 0
+    written: int = 0
+    skipped: int = 0
+    # The batch that reached the contact limit, if one did.
+    stopped: BatchOutcome | None = None
+
+
+def import_rows(
+    rows: Iterable[CsvRow],
+    list_ids: list[int],
+    *,
+    write_batch: Callable[[list[tuple[int, ContactWrite]]], BatchOutcome],
+    report: Callable[[RowProblem], None],
+    advance: Callable[[int], None],
+    batch_size: int,
+    columns: ColumnMap = FILE_COLUMNS,
+) -> ImportTally:
+    """The rows written in batches of `batch_size` by `write_batch` (the caller's transaction for each),
+    each row left out told to `report`, the rows done told to `advance`; it stops at the batch that
+    reaches the contact limit, and the rows after that stop are neither counted nor reported."""
+    tally = ImportTally()
+    batch: list[tuple[int, ContactWrite]] = []
+    read: list[int] = []  # the lines of the rows read since the last batch
+    problems: list[RowProblem] = []  # and those of them left out
+
+    def flush() -> BatchOutcome | None:
+        """Write the batch; the outcome when it stopped at the contact limit."""
+        nonlocal read, batch, problems
+        outcome = None
+        if batch:
+            outcome = write_batch(batch)
+            tally.created += outcome.created
+            tally.updated += outcome.updated
+            tally.written += outcome.written
+        stop = outcome.stopped_at if outcome is not None else None
+        for problem in problems:
+            if stop is None or problem.line < stop:
+                tally.skipped += 1
+                report(problem)
+        advance(len([line for line in read if stop is None or line < stop]))
+        read, batch, problems = [], [], []
+        return outcome if outcome is not None and outcome.stopped_at is not None else None
+
+    for row in rows:
+        read.append(row.line)
+        write = contact_write(row, list_ids, columns)
+        if isinstance(write, RowProblem):
+            problems.append(write)
+        else:
+            batch.append((row.line, write))
+        if len(batch) == batch_size:
+            tally.stopped = flush()
+            if tally.stopped is not None:
+                return tally
+    tally.stopped = flush()
+    return tally

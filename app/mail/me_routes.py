@@ -1,25 +1,40 @@
-"""GET /me: the calling user and the account's contact count and limit (allowed on every plan)."""
+"""GET /me: the calling user and the account's contact count and limit (allowed on every plan); PATCH
+/me (beyond SendFox, paid plans like the rest): the account's preferences."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter
 
-from app.identity.dependencies import MailUser
-from app.mail.schemas import UserOut
+from app.db import SessionDep
+from app.identity.dependencies import MailUser, PaidMailUser
+from app.kit.openapi import FORM, JSON, request_body
+from app.mail import me_service
+from app.mail.input import MailInput, validate
+from app.mail.schemas import ErrorOut, UserOut
+from app.mail.specs import AccountPreferences
 
 router = APIRouter(tags=["User"])
+EXTENSION: dict[str, Any] = {"x-tidings-extension": True}
 
 
 @router.get("/me", response_model=UserOut, summary="The authenticated user")
 async def me(principal: MailUser) -> UserOut:
     # Async: it only reads the principal loaded by the dependency, so it need not take a worker thread.
-    user, account = principal.user, principal.account
-    return UserOut(
-        id=user.id,
-        name=user.name,
-        email=user.email,
-        contacts_count=account.contacts_count,
-        contact_limit=account.contact_limit,
-        created_at=user.created_at,
-        updated_at=user.updated_at,
-    )
+    return me_service.me_view(principal)
+
+
+@router.patch(
+    "/me",
+    response_model=UserOut,
+    summary="Change the account's preferences",
+    description="Beyond SendFox: `track_opens` false leaves the open pixel out of every email of the "
+    "account (campaigns and automation emails), whatever each says; true lets each campaign's own "
+    "`track_opens` decide.",
+    responses={403: {"model": ErrorOut}, 422: {"model": ErrorOut}},
+    openapi_extra={**EXTENSION, **request_body(AccountPreferences, media_types=(JSON, FORM))},
+)
+def update_me(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> UserOut:
+    body = validate(AccountPreferences, raw, status=422)
+    return me_service.update_preferences(session, principal, body)

@@ -113,6 +113,23 @@ class CampaignOut(Out):
     last_delivery_error_at: Annotated[
         OptionalTimestamp, Field(description="Beyond SendFox: when last_delivery_error happened.")
     ] = None
+    text: Annotated[
+        str | None,
+        Field(description="Beyond SendFox: the plain-text part as written; null: made from the html."),
+    ] = None
+    preheader: Annotated[
+        str | None, Field(description="Beyond SendFox: the hidden preview text at the top of the html.")
+    ] = None
+    reply_to: Annotated[
+        str | None, Field(description="Beyond SendFox: the Reply-To address; null: replies go to from_email.")
+    ] = None
+    track_opens: Annotated[
+        bool,
+        Field(
+            description="Beyond SendFox: whether its emails carry the open pixel (unless the account "
+            "turned it off for all its emails)."
+        ),
+    ] = True
 
 
 class CampaignCheckFindingOut(BaseModel):
@@ -199,6 +216,13 @@ class UserOut(BaseModel):
     contact_limit: int
     created_at: Timestamp
     updated_at: Timestamp
+    track_opens: Annotated[
+        bool,
+        Field(
+            description="Beyond SendFox: whether the account's emails may carry the open pixel (false: "
+            "none does, whatever each campaign says); set with PATCH /me."
+        ),
+    ] = True
 
 
 class ContactFieldOut(Out):
@@ -389,14 +413,21 @@ class ReportDelivery(BaseModel):
     pending: int
 
 
+class ReportLink(BaseModel):
+    url: str = Field(description="Where the link went, merge tags filled")
+    clicks: int = Field(description="Every click of it, repeats included")
+    unique_clickers: int = Field(description="The emails (recipients) that clicked it")
+
+
 class CampaignReportOut(BaseModel):
     """Beyond SendFox: a campaign's events over time, hour by hour for 48 hours from the start of
-    sending, then day by day, and its delivery as it stands."""
+    sending, then day by day, its clicks per link, and its delivery as it stands."""
 
     campaign_id: int
     sending_state: SendingStateField
     started_at: OptionalTimestamp
     timezone: str
     delivery: ReportDelivery
+    links: list[ReportLink] = Field(description="Clicks per link, most clicked first (at most 500 links)")
     hourly: list[ReportHour]
     daily: list[ReportDay]

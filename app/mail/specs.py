@@ -16,9 +16,13 @@ from app.kit.openapi import query_parameter, query_parameters
 from app.mail.campaign_rules import (
     FromEmail,
     Html,
+    Preheader,
+    ReplyTo,
     Short,
     Subject,
+    TextPart,
     TimeZoneName,
+    TrackOpens,
 )
 from app.mail.events.types import EventType
 from app.mail.input import EmailStr, ListIds, as_list
@@ -114,6 +118,20 @@ CONTACT_FILTER_PARAMETERS = query_parameters(
 )
 
 
+class AccountPreferences(BaseModel):
+    """PATCH /me (beyond SendFox): the account's preferences; what is not given stays."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    track_opens: Annotated[
+        bool | None,
+        Field(
+            description="Beyond SendFox: false: no email of the account carries the open pixel.",
+            json_schema_extra={"x-tidings-extension": True},
+        ),
+    ] = None
+
+
 class EmailOnly(BaseModel):
     email: ContactEmail
 
@@ -173,6 +191,10 @@ class CampaignCreate(BaseModel):
     scheduled_at: datetime | None = None
     timezone: TimeZoneName = None
     lists: ListIds = []
+    text: TextPart = None
+    preheader: Preheader = None
+    reply_to: ReplyTo = None
+    track_opens: TrackOpens = True
 
 
 class CampaignUpdate(BaseModel):
@@ -186,6 +208,10 @@ class CampaignUpdate(BaseModel):
     scheduled_at: datetime | None = None
     timezone: TimeZoneName = None
     lists: ListIds | None = None
+    text: TextPart = None
+    preheader: Preheader = None
+    reply_to: ReplyTo = None
+    track_opens: TrackOpens | None = None
 
 
 TriggerType = Literal["apply_list", "open_campaign", "click_campaign"]
@@ -220,6 +246,10 @@ class AutomationEmailCreate(BaseModel):
     from_name: Short
     from_email: FromEmail
     delay_hours: DelayHours | None = None
+    text: TextPart = None
+    preheader: Preheader = None
+    reply_to: ReplyTo = None
+    track_opens: TrackOpens = True
 
 
 class AutomationEmailUpdate(BaseModel):
@@ -230,6 +260,10 @@ class AutomationEmailUpdate(BaseModel):
     from_name: Short | None = None
     from_email: FromEmail | None = None
     delay_hours: DelayHours | None = None
+    text: TextPart = None
+    preheader: Preheader = None
+    reply_to: ReplyTo = None
+    track_opens: TrackOpens | None = None
     send_order: Annotated[int, Field(ge=1)] | None = None
 
 

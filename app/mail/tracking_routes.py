@@ -4,8 +4,9 @@ and a forged or altered one is 404. None of these routes is part of the email AP
 
 - `GET /t/o/{token}`: a 1x1 transparent GIF (`Cache-Control: no-store`); the first open of the email
   sets its opened_at.
-- `GET /t/c/{token}`: 302 to exactly the URL the token signs (never anywhere else); the first click sets
-  clicked_at, and opened_at too when no open was recorded (images are often blocked).
+- `GET /t/c/{token}`: 302 to exactly the URL the token signs (never anywhere else); every click is kept
+  with that URL (the report's clicks per link); the first sets clicked_at, and opened_at too when no
+  open was recorded (images are often blocked).
 - `GET /u/{token}`: a page asking to confirm; it never unsubscribes (mail scanners fetch links).
   `POST /u/{token}`: unsubscribes, whatever the body (RFC 8058's `List-Unsubscribe=One-Click`, which
   the page's form sends too, or nothing), and answers a page saying so. Repeats change nothing.
@@ -115,7 +116,7 @@ def click_redirect(token: str, request: Request, session: WriteSessionDep) -> Re
     if signed is None or urlsplit(signed[1]).scheme.lower() not in ("http", "https"):
         return _not_found_page()
     deliverable_id, url = signed
-    record_click(session, deliverable_id, utcnow())
+    record_click(session, deliverable_id, url, utcnow())
     return Response(
         status_code=302,
         headers={**NO_STORE, "Location": quote(url, safe=_LOCATION_SAFE), "Referrer-Policy": "no-referrer"},

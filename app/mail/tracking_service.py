@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import Table, Text, bindparam, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from app.db import TwoWayStatement
@@ -24,7 +24,7 @@ from app.mail.events.emit import (
     wanting,
 )
 from app.mail.events.types import EventType
-from app.models import AccountWebhook, Campaign, Contact, Deliverable, WebhookEvent
+from app.models import AccountWebhook, Campaign, Contact, Deliverable, LinkClick, WebhookEvent
 from app.models.base import UTCDateTime
 
 
@@ -145,7 +145,21 @@ async def record_open_on_pool(pool: AsyncConnectionPool, deliverable_id: int, no
     return False
 
 
-def record_click(session: Session, deliverable_id: int, now: datetime) -> None:
+def record_click(session: Session, deliverable_id: int, url: str, now: datetime) -> None:
+    """Every click is kept with its link's URL (the report's clicks per link); the email's first also
+    stamps it clicked (and opened), fires its click automations and writes `contact.clicked`. A token
+    of no email (a preview's, a test email's) records nothing."""
+    session.execute(
+        insert(LinkClick).from_select(
+            ["campaign_id", "deliverable_id", "url", "clicked_at"],
+            select(
+                Deliverable.campaign_id,
+                Deliverable.id,
+                literal(url, Text()),
+                literal(now, UTCDateTime()),
+            ).where(Deliverable.id == deliverable_id),
+        )
+    )
     clicked = _stamp_once(session, deliverable_id, Deliverable.clicked_at, now)
     if clicked is None:
         return  # a repeat click: the first one recorded the open too

@@ -3,7 +3,7 @@
 from app.models.automations import TRIGGER_TYPES, Automation, AutomationItem, AutomationTrigger
 from app.models.backfills import ActionBackfill
 from app.models.base import Base
-from app.models.campaigns import Campaign, CampaignList, Deliverable
+from app.models.campaigns import Campaign, CampaignList, Deliverable, LinkClick
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
 from app.models.dkim import DKIM_ALGORITHMS, DkimKey
 from app.models.feeds import FEED_KINDS, SOURCE_KINDS, Feed, FeedItem, Source
@@ -68,6 +68,7 @@ __all__ = [
     "FeedItem",
     "Form",
     "FormList",
+    "LinkClick",
     "ListMembership",
     "OAuthAuthorizationCode",
     "OAuthClient",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, Timestamped
@@ -39,6 +39,13 @@ class Campaign(Timestamped, Base):
     title: Mapped[str] = mapped_column(String(191))
     subject: Mapped[str] = mapped_column(String(191))
     html: Mapped[str] = mapped_column(Text)
+    # The plain-text part as its author wrote it; null or empty: made from the html at each send.
+    text: Mapped[str | None] = mapped_column(Text, default=None)
+    # Hidden text at the top of the html that inboxes show after the subject.
+    preheader: Mapped[str | None] = mapped_column(String(255), default=None)
+    reply_to: Mapped[str | None] = mapped_column(String(191), default=None)
+    # Whether its emails carry the open pixel (and the account's own switch must allow it too).
+    track_opens: Mapped[bool] = mapped_column(default=True, server_default=true())
     from_name: Mapped[str] = mapped_column(String(191))
     from_email: Mapped[str] = mapped_column(String(191))
     timezone: Mapped[str | None] = mapped_column(String(64), default=None)
@@ -127,3 +134,17 @@ class Deliverable(Timestamped, Base):
     bounced_at: Mapped[datetime | None] = mapped_column(default=None)
     unsubscribed_at: Mapped[datetime | None] = mapped_column(default=None)
     spam_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class LinkClick(Base):
+    """One click of a tracked link (every click, not only an email's first): the clicks per link of
+    the campaign's report. The URL is the one the reader went to, merge tags filled."""
+
+    __tablename__ = "link_clicks"
+    __table_args__ = (Index("ix_link_clicks_campaign_id", "campaign_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(ForeignKey("campaigns.id", ondelete="CASCADE"))
+    deliverable_id: Mapped[int] = mapped_column(ForeignKey("deliverables.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(Text)
+    clicked_at: Mapped[datetime]

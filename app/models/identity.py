@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import ForeignKey, Index, String, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, Timestamped
@@ -33,6 +33,8 @@ class Account(Timestamped, Base):
     sent_today: Mapped[int] = mapped_column(default=0, server_default="0")
     # Pacing (TIDINGS_SEND_RATE): the next free sending slot, shared by every worker.
     next_send_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Off: none of its emails carries the open pixel, whatever each campaign says.
+    track_opens: Mapped[bool] = mapped_column(default=True, server_default=true())
 
 
 class User(Timestamped, Base):

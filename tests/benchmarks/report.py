@@ -11,7 +11,8 @@ What it does:
      deliverables.
   2. Makes them look like a campaign a week after its start (set-based SQL): every email sent within
      an hour of the start, 1% failed, 30% opened and 8% clicked over the first three days and a few
-     after, 0.3% unsubscribed, 0.5% bounced, 0.05% complaints; then VACUUM ANALYZE.
+     after, 0.3% unsubscribed, 0.5% bounced, 0.05% complaints; each clicking email clicked one of
+     five links, a third of them twice (the clicks per link); then VACUUM ANALYZE.
   3. Asks the route `--requests` times through the app in this process (FastAPI's test client, the
      account's bearer token, a PostgreSQL pool: routing, the token lookup, the queries and the JSON)
      and prints one JSON line: the median, p95 and maximum in milliseconds.
@@ -64,6 +65,14 @@ UPDATE deliverables SET
 WHERE campaign_id = :campaign
 """
 
+# Every click, with the link it went to: one of five per email, a third of the clickers twice.
+CLICKS = """
+INSERT INTO link_clicks (campaign_id, deliverable_id, url, clicked_at)
+SELECT campaign_id, id, 'https://example.com/article/' || (id % 5), clicked_at
+FROM deliverables, generate_series(1, 2) AS click(n)
+WHERE campaign_id = :campaign AND clicked_at IS NOT NULL AND (click.n = 1 OR id % 3 = 0)
+"""
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(
@@ -85,6 +94,7 @@ def main() -> None:
     start = utcnow().replace(tzinfo=None)
     with engine.begin() as conn:
         conn.execute(text(AGE), {"start": start, "campaign": campaign_id})
+        conn.execute(text(CLICKS), {"campaign": campaign_id})
     analyze(engine)
     engine.dispose()
     say(f"{queued:,} deliverables aged")
@@ -108,6 +118,7 @@ def main() -> None:
         "ms_p95": round(timings[int(len(timings) * 0.95) - 1], 1),
         "ms_max": round(timings[-1], 1),
         "days_listed": len(body["daily"]),
+        "links_listed": len(body["links"]),
         "delivery": body["delivery"],
     }
     print(json.dumps(report), flush=True)

@@ -3,7 +3,9 @@
 and a webhook receiver: a feed made from a URL, a newsletter built from it with a filter whose draft
 holds only the kept item, sent with its Send button; a webhook's test event seen in its delivery log;
 a domain's DKIM record after `tidings dkim create`; the audience pages (home, contacts with a bulk
-action, lists, fields, suppressions, forms, automations). Every page is checked with axe (no serious or
+action, lists, fields, suppressions, forms, automations); a CSV imported with a mapped column, a
+campaign written, previewed as a contact, tested, sent and read in its report (the open recorded by
+the pixel), and a larger one paused and resumed while it sends. Every page is checked with axe (no serious or
 critical violation), at 375 px wide, with no console error, and no request leaving the service. One
 server for the module."""
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import re
 import secrets
 import subprocess
 import time
@@ -31,7 +35,7 @@ from app.identity.oauth.clients import register_client
 from app.identity.tokens import create_personal_token
 from app.kit.time import utcnow
 from app.mail.dkim_service import delete_key
-from app.models import User
+from app.models import Campaign, User
 from tests.authroutes.live import CommittedPerson, committed_person, require
 from tests.browser import CHROMIUM
 from tests.fake_engine import FakeEngine, running_engine
@@ -84,6 +88,8 @@ def served(database_url: str, engine: Engine, tmp_path_factory: pytest.TempPathF
             "TIDINGS_ENGINE_BASE_URL": llm.base_url,
             "TIDINGS_SMTP_URL": sink.url,
             "TIDINGS_FEED_MIN_POLL_SECONDS": "1",
+            # Slow enough that a campaign of a few hundred emails can be paused while it sends.
+            "TIDINGS_SEND_RATE": "20",
         }
         with shipped_serve(database_url, var_dir, **env) as server:
             yield Served(server.base, person, token, upstream, llm, sink, database_url)
@@ -436,3 +442,156 @@ def _dkim_record_is_shown(visitor: Visitor, served: Served, tmp_path: Path) -> N
     # This machine has no DNS to ask: the page says so and still lists what to publish.
     shown = page.text_content("main") or ""
     assert "DNS could not be reached" in shown or "What DNS publishes for example.com" in shown
+
+
+IMPORTED = "Email Address;Given name;Town\ncamp-ann@example.net;Ann;Oslo\ncamp-bo@example.net;Bo;Rome\n"
+PIXEL = re.compile(r'src="(https?://[^"]+/t/o/[^"]+)"')
+CLICK = re.compile(r'href="(https?://[^"]+/t/c/[^"]+)"')
+
+
+def test_a_campaign_from_import_to_report_in_the_browser(
+    visitor: Visitor, served: Served, engine: Engine, tmp_path: Path
+) -> None:
+    page, base = visitor.page, served.base
+    api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
+    api.post("/lists", json={"name": "Campaign readers"}).raise_for_status()
+
+    # Import: a semicolon-separated file, its "Email Address" read as the email, Town a new field.
+    upload = tmp_path / "people.csv"
+    upload.write_text(IMPORTED, encoding="utf-8")
+    visitor.open(base + "/console/contacts")
+    page.get_by_role("link", name="Import contacts from a CSV file").click()
+    visitor.check()
+    page.get_by_label("CSV file").set_input_files(str(upload))
+    visitor.click("Upload")
+    page.get_by_label("Town").select_option("field:town")
+    page.get_by_label("Campaign readers").check()
+    visitor.click("Import")
+    assert (page.text_content("#import-created") or "").strip() == "2"
+
+    # Write it, previewed as Ann as it is typed.
+    visitor.open(base + "/console/campaigns")
+    page.get_by_role("link", name="Write a new campaign").click()
+    visitor.check()
+    page.get_by_label("Title (only you see it)").fill("Walk news")
+    page.get_by_label("Subject", exact=True).fill("Hi {{ first_name | friend }}")
+    page.get_by_label("Campaign readers").check()
+    page.get_by_label("Preview as").fill("camp-ann@example.net")
+    page.get_by_label("Body", exact=True).fill(
+        "<p>Hello {{ first_name }} in {{ town }}</p><p><a href='https://example.com/x'>Read</a></p>"
+    )
+    page.wait_for_selector("#preview-subject:has-text('Hi Ann')")
+    assert "Hello Ann in Oslo" in (
+        page.frame_locator("#live-preview iframe").locator("body").text_content() or ""
+    )
+    visitor.check()
+    _screenshot(page)
+    visitor.click("Save")
+    campaign_path = urlsplit(page.url).path
+
+    # A test to yourself arrives; then send, after the question.
+    test_button = page.get_by_role("button", name=re.compile("^Send a test to "))
+    my_address = (test_button.text_content() or "").removeprefix("Send a test to ").strip()
+    test_button.click()
+    page.wait_for_load_state()
+    visitor.check()
+    tested = eventually(lambda: served.sink.to(my_address), "the test email")
+    assert str(tested[0].message["Subject"]) == "[Test] Hi friend"
+    visitor.click("Send now")
+    assert "Send this campaign now?" in (page.text_content("main") or "")
+    visitor.click("Yes, send")
+    sent = eventually(lambda: served.sink.to("camp-ann@example.net"), "Ann's email")
+    assert "Hello Ann in Oslo" in sent[0].part("html")
+
+    # The report reaches 100% (refreshed by the page itself), and an open shows once the pixel is fetched.
+    visitor.open(base + campaign_path + "/report")
+    page.wait_for_selector("label[for=progress-bar]:has-text('100% done')", timeout=WAIT_SECONDS * 1000)
+    pixel = PIXEL.search(sent[0].part("html"))
+    assert pixel is not None
+    httpx.get(pixel.group(1).replace("&amp;", "&")).raise_for_status()
+    click = CLICK.search(sent[0].part("html"))
+    assert click is not None
+    assert httpx.get(click.group(1).replace("&amp;", "&")).status_code in (302, 303, 307)
+    visitor.open(base + campaign_path + "/report")
+    assert (page.text_content("#open-count") or "").startswith("1 ")
+    assert "https://example.com/x" in (page.text_content("#links") or "")
+    assert page.locator("svg.chart").count() == 4  # sent, opens, clicks, clicks per link
+
+    # A larger campaign, paused while it sends and resumed: it ends with every email sent once.
+    many = [{"email": f"bulk-{n}@example.net"} for n in range(300)]
+    bulk_list = api.post("/lists", json={"name": "Bulk"}).json()["id"]
+    for item in many:
+        item["lists"] = [bulk_list]
+    api.post("/contacts/batch", json={"contacts": many}).raise_for_status()
+    made = api.post(
+        "/campaigns",
+        json={
+            "title": "Bulk",
+            "subject": "Bulk",
+            "html": "<p>Bulk {{ unsubscribe_url }}</p>",
+            "from_name": "Walker",
+            "from_email": "walker@example.com",
+            "lists": [bulk_list],
+        },
+    ).json()
+    bulk_path = f"/console/campaigns/{made['id']}"
+    visitor.open(base + bulk_path)
+    visitor.click("Send now")
+    visitor.click("Yes, send")
+    eventually(lambda: len(_bulk(served)) > 0, "the first bulk emails")
+    visitor.click("Pause")
+    visitor.click("Yes, pause")
+    assert "paused" in (page.text_content("#campaign-state") or "")
+    held = len(_bulk(served))
+    time.sleep(1.5)
+    assert len(_bulk(served)) <= held + 20  # at most what was on the wire
+    assert held < 300
+    visitor.click("Resume")
+    visitor.click("Yes, resume")
+    eventually(lambda: len(_bulk(served)) == 300, "every bulk email")
+    visitor.open(base + bulk_path + "/report")
+    page.wait_for_selector("label[for=progress-bar]:has-text('100% done')", timeout=WAIT_SECONDS * 1000)
+    assert len(_bulk(served)) == 300
+
+    # Another account's campaign is a 404; a cross-site form post is refused.
+    cookies = {cookie["name"]: cookie["value"] for cookie in visitor.context.cookies()}
+    with committed_person(engine, "other_walker", PASSWORD) as other:
+        with make_write_session_factory(engine)() as session:
+            theirs = Campaign(
+                account_id=other.account_id,
+                title="Theirs",
+                subject="Theirs",
+                html="<p>x</p>",
+                from_name="O",
+                from_email="o@example.com",
+            )
+            session.add(theirs)
+            session.commit()
+            theirs_id = theirs.id
+        for path in ("", "/report"):
+            assert (
+                httpx.get(f"{base}/console/campaigns/{theirs_id}{path}", cookies=cookies).status_code == 404
+            )
+    foreign = httpx.post(
+        base + campaign_path + "/control",
+        data={"action": "cancel", "confirmed": "yes"},
+        cookies=cookies,
+        headers={"Origin": "https://evil.example"},
+    )
+    assert foreign.status_code == 403
+
+
+def _screenshot(page: Any) -> None:
+    """The README's picture (scripts/console_screenshot.sh says where): the editor beside its preview,
+    at a laptop's width, then back to the phone's."""
+    target = os.environ.get("TIDINGS_CONSOLE_SCREENSHOT")
+    if not target:
+        return
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.evaluate("window.scrollTo(0, document.querySelector('h1').offsetTop)")
+    page.screenshot(path=target, full_page=False)
+    page.set_viewport_size({"width": 375, "height": 812})
+
+
+def _bulk(served: Served) -> list[Any]:
+    return [mail for mail in served.sink.received if mail.recipients[0].startswith("bulk-")]

@@ -43,7 +43,7 @@ def test_latest_campaigns_new_contacts_and_halted_campaigns(
     page = console.get("/console/home").text
     assert "<strong>3</strong> added in the last 7 days" in page
     cells = {
-        title: page.split(f"<td>{title}</td>", 1)[1].split("</tr>", 1)[0].replace("\n", "")
+        title: page.split(f">{title}</a></td>", 1)[1].split("</tr>", 1)[0].replace("\n", "")
         for title in ("Sent one", "Going")
     }
     assert cells["Sent one"] == "<td>sent</td><td>4 of 4</td><td>2 (50.0%)</td><td>1 (25.0%)</td>"

@@ -30,6 +30,7 @@ PAID_PLAN_REQUIRED = (
 # Every route of the email API, with ids that need not exist: access is decided before the lookup.
 ROUTES = [
     ("GET", "/me"),
+    ("PATCH", "/me"),
     ("GET", "/contacts"),
     ("POST", "/contacts"),
     ("POST", "/contacts/batch"),

@@ -25,7 +25,16 @@ def me(client: TestClient, user: ApiUser) -> dict[str, Any]:
 def test_me_returns_the_user(client: TestClient, make_user: Any) -> None:
     user = make_user(email="ann@example.com", name="Ann Example", contact_limit=500)
     got = me(client, user)
-    assert set(got) == {"id", "name", "email", "contacts_count", "contact_limit", "created_at", "updated_at"}
+    assert set(got) == {
+        "id",
+        "name",
+        "email",
+        "contacts_count",
+        "contact_limit",
+        "created_at",
+        "updated_at",
+        "track_opens",
+    }
     assert got["id"] == user.user_id
     assert got["name"] == "Ann Example"
     assert got["email"] == "ann@example.com"

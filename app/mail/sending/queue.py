@@ -770,3 +770,15 @@ def release_unsent(session: Session, unsent: Sequence[Claimed], now: datetime) -
         )
         released += int(result.rowcount or 0)  # type: ignore[attr-defined]
     return released
+
+
+def first_lists(session: Session, campaign_ids: list[int]) -> dict[int, int]:
+    """Each campaign's lowest list id (its List-Id), once per compile, not per email."""
+    if not campaign_ids:
+        return {}
+    rows = session.execute(
+        select(CampaignList.campaign_id, func.min(CampaignList.list_id))
+        .where(CampaignList.campaign_id.in_(campaign_ids))
+        .group_by(CampaignList.campaign_id)
+    )
+    return {campaign_id: list_id for campaign_id, list_id in rows}

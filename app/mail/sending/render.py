@@ -11,6 +11,9 @@ Merge tags (what authors of campaigns can rely on):
 - A fallback after a pipe for an empty or unknown value: `{{ first_name | "friend" }}` (quotes optional).
 - `{{ unsubscribe_url }}` places the unsubscribe link; without it a footer with the link is added.
 Links: every `http(s)` href becomes a signed redirect through `/t/c/...` that goes only to that URL.
+A text part its author wrote is used as written (merge tags filled, its bare `http(s)` URLs tracked
+like the html's links); without one the text part is made from the html. A preheader goes first in the
+html's body, hidden, and an open pixel last unless the campaign or its account turned it off.
 `mailto:`, `tel:` and other harmless schemes are left alone; `javascript:`, `vbscript:` and `data:`
 hrefs are replaced by `#`. Values are HTML-escaped in the html part, URL-quoted inside a link.
 """
@@ -33,10 +36,23 @@ from urllib.parse import quote, urlsplit
 
 from app.mail.sending.smtp import WireMessage
 from app.mail.sending.tokens import MailTokens
+from app.models import Campaign
 
 MERGE_TAG = re.compile(r"\{\{\s*([^{}|]+?)\s*(?:\|\s*([^{}]*?)\s*)?\}\}")
 HREF = re.compile(r"""(<a\b[^>]*?\bhref\s*=\s*)(["'])(.*?)\2""", re.IGNORECASE | re.DOTALL)
 BODY_END = re.compile(r"</body\s*>", re.IGNORECASE)
+BODY_START = re.compile(r"<body\b[^>]*>", re.IGNORECASE)
+# A bare URL in a hand-written text part (merge tags may sit inside it); trailing punctuation is the
+# sentence's, not the URL's.
+TEXT_URL = re.compile(r"https?://(?:[^\s<>\"'{}()]|\{\{[^{}]*\}\})+", re.IGNORECASE)
+URL_TRAILING_PUNCTUATION = ".,;:!?"
+# The preheader: shown by inboxes after the subject, never in the opened email. The run of zero-width
+# joiners after it keeps inboxes from filling the rest of the preview with the body's first words.
+PREHEADER_STYLE = (
+    "display:none;font-size:1px;line-height:1px;max-height:0;max-width:0;opacity:0;overflow:hidden;"
+    "mso-hide:all"
+)
+PREHEADER_PADDING = "&#847;&zwnj;&nbsp;" * 40
 # Markers the compiler leaves in the html and text while it cuts them into pieces; NUL never survives
 # the API's input checks, so an author cannot write one.
 MARKER = re.compile(r"\x00(L\d+|P|U)\x00")
@@ -142,8 +158,9 @@ class CompiledCampaign:
     text_template: Template
     # The URL of each link, or None when merge tags make it differ by recipient.
     fixed_link_urls: tuple[str | None, ...]
-    # Headers the same for every email of the campaign (List-Id, Feedback-ID): campaign_headers.
+    # Headers the same for every email of the campaign (List-Id, Feedback-ID, Reply-To).
     campaign_headers: tuple[str, ...] = ()
+    tracks_opens: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +204,14 @@ def compile_campaign(
     from_name: str,
     from_email: str,
     headers: tuple[str, ...] = (),
+    *,
+    text_source: str | None = None,
+    preheader: str | None = None,
+    reply_to: str | None = None,
+    track_opens: bool = True,
 ) -> CompiledCampaign:
+    """The campaign cut into templates. `text_source` is the author's text part (None or blank: made
+    from the html); `track_opens` False leaves the open pixel out."""
     links: list[list[Piece]] = []
 
     def take_href(match: re.Match[str]) -> str:
@@ -202,19 +226,28 @@ def compile_campaign(
         return match.group(0)
 
     body = HREF.sub(take_href, html_source)
-    has_unsubscribe = any(
-        match.group(1).strip().lower() == UNSUBSCRIBE_TAG for match in MERGE_TAG.finditer(html_source)
-    )
-    text = html_to_text(_brace_references_kept(body))
+    has_unsubscribe = _has_unsubscribe_tag(html_source)
+    if text_source and text_source.strip():
+        text = _tracked_text_links(text_source.strip(), links)
+        text_has_unsubscribe = _has_unsubscribe_tag(text_source)
+    else:
+        text = html_to_text(_brace_references_kept(body))
+        text_has_unsubscribe = has_unsubscribe
     if not has_unsubscribe:
         footer = '<p style="font-size:12px;color:#666"><a href="\x00U\x00">Unsubscribe</a></p>'
         body = _before_body_end(body, footer)
+    if not text_has_unsubscribe:
         text += "\n\n--\nUnsubscribe: \x00U\x00\n"
-    body = _before_body_end(body, '<img src="\x00P\x00" width="1" height="1" alt="" style="border:0">')
+    if preheader and preheader.strip():
+        body = _after_body_start(body, _preheader_html(preheader.strip()))
+    if track_opens:
+        body = _before_body_end(body, '<img src="\x00P\x00" width="1" height="1" alt="" style="border:0">')
+    if reply_to:
+        headers = (*headers, f"Reply-To: {_address_header('', _ascii_domain(reply_to))}")
     html_pieces = _pieces(body)
     subject_pieces = _pieces(subject)
     text_pieces = _pieces(text)
-    tag_names = {p.name for p in [*html_pieces, *subject_pieces] if isinstance(p, Tag)}
+    tag_names = {p.name for p in [*html_pieces, *subject_pieces, *text_pieces] if isinstance(p, Tag)}
     tag_names |= {p.name for link in links for p in link if isinstance(p, Tag)}
     return CompiledCampaign(
         campaign_id=campaign_id,
@@ -232,7 +265,47 @@ def compile_campaign(
             None if any(isinstance(p, Tag) for p in link) else _join_url(link, {}) for link in links
         ),
         campaign_headers=headers,
+        tracks_opens=track_opens,
     )
+
+
+def compile_stored(
+    campaign: Campaign, *, account_tracks_opens: bool, headers: tuple[str, ...] = (), subject_prefix: str = ""
+) -> CompiledCampaign:
+    """A stored campaign compiled, its parts as its author set them: what the send worker, the preview
+    and the test send all make of it."""
+    return compile_campaign(
+        campaign.id,
+        subject_prefix + campaign.subject,
+        campaign.html,
+        campaign.from_name,
+        campaign.from_email,
+        headers,
+        text_source=campaign.text,
+        preheader=campaign.preheader,
+        reply_to=campaign.reply_to,
+        track_opens=campaign.track_opens and account_tracks_opens,
+    )
+
+
+def _has_unsubscribe_tag(source: str) -> bool:
+    return any(match.group(1).strip().lower() == UNSUBSCRIBE_TAG for match in MERGE_TAG.finditer(source))
+
+
+def _tracked_text_links(text: str, links: list[list[Piece]]) -> str:
+    """The author's text part with each bare http(s) URL swapped for a link marker (added to `links`)."""
+
+    def take_url(match: re.Match[str]) -> str:
+        url = match.group(0).rstrip(URL_TRAILING_PUNCTUATION)
+        links.append(_pieces(url))
+        return f"\x00L{len(links) - 1}\x00{match.group(0)[len(url) :]}"
+
+    return TEXT_URL.sub(take_url, text)
+
+
+def _preheader_html(preheader: str) -> str:
+    # quote=False: a merge tag's quoted fallback stays quoted (the filled values are escaped at send).
+    return f'<div style="{PREHEADER_STYLE}">{html.escape(preheader, quote=False)}{PREHEADER_PADDING}</div>'
 
 
 def render(
@@ -253,10 +326,9 @@ def render(
         f"{base_url}/t/c/{tokens.click_token(deliverable_id, fixed or _join_url(link, values))}"
         for link, fixed in zip(compiled.links, compiled.fixed_link_urls, strict=True)
     ]
-    slots = {
-        "pixel": f"{base_url}/t/o/{tokens.open_token(deliverable_id)}",
-        "unsubscribe": unsubscribe_url,
-    }
+    slots = {"unsubscribe": unsubscribe_url}
+    if compiled.tracks_opens:
+        slots["pixel"] = f"{base_url}/t/o/{tokens.open_token(deliverable_id)}"
     html_body = compiled.html_template.fill(values, link_urls, slots, html.escape)
     text_body = compiled.text_template.fill(values, link_urls, slots, None)
     subject = compiled.subject_template.fill(values, link_urls, slots, None)
@@ -432,6 +504,13 @@ def _before_body_end(body: str, addition: str) -> str:
         return body + addition
     at = matches[-1].start()
     return body[:at] + addition + body[at:]
+
+
+def _after_body_start(body: str, addition: str) -> str:
+    match = BODY_START.search(body)
+    if match is None:
+        return addition + body
+    return body[: match.end()] + addition + body[match.end() :]
 
 
 def _ascii_domain(address: str) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from prometheus_client import Counter
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -33,17 +33,18 @@ from app.mail.sending.queue import (
     claim_batch,
     custom_fields_of,
     fan_out_due,
+    first_lists,
     record_outcomes,
     record_sent,
     release_expired_leases,
     release_unsent,
 )
 from app.mail.sending.recorder import OutcomeRecorder
-from app.mail.sending.render import CompiledCampaign, Recipient, campaign_headers, compile_campaign, render
+from app.mail.sending.render import CompiledCampaign, Recipient, campaign_headers, compile_stored, render
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, Transport
 from app.mail.stats import SendingTotals, sending_totals
-from app.models import Campaign, CampaignList
+from app.models import Account, Campaign
 
 log = logging.getLogger("tidings.sending")
 EMAILS = Counter(
@@ -109,7 +110,7 @@ class SendWorker:
         self._lease_margin = config.lease_margin
         # Compiled campaigns by id, with the updated_at they were compiled from (automation emails
         # can still be edited while they are being sent).
-        self._compiled: dict[int, tuple[datetime, CompiledCampaign]] = {}
+        self._compiled: dict[int, tuple[tuple[datetime, bool], CompiledCampaign]] = {}
         # The campaigns this worker fanned out, followed in its log until they finish.
         self.progress = CampaignProgress()
         # Outcomes go to the database in small groups as the relay answers (see recorder.py).
@@ -246,21 +247,23 @@ class SendWorker:
                 note_send_warning(session, campaign_id, sentence)
 
     def _load_campaigns(self, session: Session, campaign_ids: set[int]) -> None:
-        stamps = dict(
-            session.execute(
-                select(Campaign.id, Campaign.updated_at).where(Campaign.id.in_(campaign_ids))
+        # The account's open-pixel switch is part of the stamp: turning it off recompiles its campaigns.
+        stamps = {
+            cid: (updated_at, account_tracks_opens)
+            for cid, updated_at, account_tracks_opens in session.execute(
+                select(Campaign.id, Campaign.updated_at, Account.track_opens)
+                .join(Account, Account.id == Campaign.account_id)
+                .where(Campaign.id.in_(campaign_ids))
             ).all()
-        )
+        }
         stale = [cid for cid, stamp in stamps.items() if self._compiled.get(cid, (None,))[0] != stamp]
-        first_lists = _first_lists(session, stale)
+        list_ids = first_lists(session, stale)
         for campaign in session.scalars(select(Campaign).where(Campaign.id.in_(stale))):
             headers = campaign_headers(
-                campaign.id, campaign.account_id, first_lists.get(campaign.id), self.config.base_url
+                campaign.id, campaign.account_id, list_ids.get(campaign.id), self.config.base_url
             )
-            compiled = compile_campaign(
-                campaign.id, campaign.subject, campaign.html, campaign.from_name, campaign.from_email, headers
-            )
-            self._compiled[campaign.id] = (campaign.updated_at, compiled)
+            compiled = compile_stored(campaign, account_tracks_opens=stamps[campaign.id][1], headers=headers)
+            self._compiled[campaign.id] = (stamps[campaign.id], compiled)
 
     # --- one round ---
 
@@ -382,15 +385,3 @@ class SendWorker:
         while sent := await self.run_once():
             total += sent
         return total
-
-
-def _first_lists(session: Session, campaign_ids: list[int]) -> dict[int, int]:
-    """Each campaign's lowest list id (its List-Id), once per compile, not per email."""
-    if not campaign_ids:
-        return {}
-    rows = session.execute(
-        select(CampaignList.campaign_id, func.min(CampaignList.list_id))
-        .where(CampaignList.campaign_id.in_(campaign_ids))
-        .group_by(CampaignList.campaign_id)
-    )
-    return {campaign_id: list_id for campaign_id, list_id in rows}

@@ -44,4 +44,29 @@ document.addEventListener("DOMContentLoaded", () => {
       timer = setTimeout(() => refresh().catch(() => {}), 600);
     });
   }
+  // A merge tag's Insert button puts the tag where the cursor is in its text area.
+  for (const button of document.querySelectorAll("button[data-insert]")) {
+    button.hidden = false;
+    button.addEventListener("click", () => {
+      const area = document.getElementById(button.dataset.insert);
+      if (!area) return;
+      const at = area.selectionStart ?? area.value.length;
+      area.value = area.value.slice(0, at) + button.dataset.tag + area.value.slice(area.selectionEnd ?? at);
+      area.focus();
+      area.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+  }
+  // A region marked data-refresh (a campaign's sending progress) is fetched again every that many
+  // seconds and swapped in, until the page answered no longer marks it.
+  for (const region of document.querySelectorAll("[data-refresh]")) {
+    const every = Number(region.dataset.refresh) * 1000;
+    const again = async () => {
+      const answer = await fetch(window.location.href, { credentials: "same-origin" });
+      const fresh = new DOMParser().parseFromString(await answer.text(), "text/html").getElementById(region.id);
+      if (!fresh) return;
+      region.replaceChildren(...fresh.childNodes);
+      if (fresh.hasAttribute("data-refresh")) setTimeout(() => again().catch(() => {}), every);
+    };
+    setTimeout(() => again().catch(() => {}), every);
+  }
 });

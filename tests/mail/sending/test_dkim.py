@@ -302,3 +302,36 @@ def test_the_header_hash_input_is_dkimpys() -> None:
     theirs = Recorded()
     dkim.hash_headers(theirs, relaxed, relaxed.canonicalize_headers(headers), include, signature, None)
     assert header_hash_input(headers, include, signature) == theirs.data
+
+
+def test_a_test_send_is_signed_exactly_like_the_campaign(
+    client: Any, api_user: Any, sender: Sender, smtp_sink: SmtpSink, db: Session, settings: Settings
+) -> None:
+    """The app's test send (POST /campaigns/{id}/test) and the worker's real send carry the same kind of
+    signature: the same key, the same headers signed (h=), both verifying."""
+    settings.smtp_url = smtp_sink.url
+    record = create_key(
+        db, settings.resolved_secret_key, "example.com", selector="s1", algorithm="rsa", now=utcnow()
+    )
+    db.commit()
+    sender.worker.dkim = DkimSigner(settings.resolved_secret_key)
+    campaign_id = campaign_with_list(
+        client, api_user.headers, ["ann@example.com"], reply_to="desk@example.com"
+    )
+    answer = client.post(
+        f"/campaigns/{campaign_id}/test", json={"emails": ["me@example.com"]}, headers=api_user.headers
+    )
+    assert answer.status_code == 200, answer.text
+    assert client.post(f"/campaigns/{campaign_id}/send", headers=api_user.headers).status_code == 200
+    assert sender.drain() == 1
+    test_email, real_email = smtp_sink.received
+    assert test_email.data.startswith(b"DKIM-Signature: ")
+    assert dkim.verify(test_email.data, dnsfunc=dns_of(record))
+    assert dkim.verify(real_email.data, dnsfunc=dns_of(record))
+    test_tags, real_tags = signed_tags(test_email.data), signed_tags(real_email.data)
+    for tag in (b"d", b"s", b"a", b"c", b"h"):
+        assert test_tags[tag] == real_tags[tag], tag
+    # A From domain without a key: the test email goes unsigned, as the campaign would.
+    other = campaign_with_list(client, api_user.headers, [], from_email="news@elsewhere.example")
+    client.post(f"/campaigns/{other}/test", json={"emails": ["me@example.com"]}, headers=api_user.headers)
+    assert not smtp_sink.received[-1].data.startswith(b"DKIM-Signature: ")

@@ -4,6 +4,7 @@ unsubscribe links followed from the received email."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -270,3 +271,25 @@ def test_tracking_routes_need_no_credentials_and_stay_out_of_the_api_description
     assert client.get("/t/c/nothing", follow_redirects=False).status_code == 404
     assert client.get("/u/nothing").status_code == 404
     assert client.post("/u/nothing").status_code == 404
+
+
+def test_every_click_is_kept_with_its_url_and_the_report_counts_them_per_link(
+    client: TestClient, api_user: ApiUser, sender: Sender, smtp_sink: SmtpSink
+) -> None:
+    html = (
+        '<p>Hi</p><a href="https://example.com/a">A</a><a href="https://example.com/b?who={{ email }}">B</a>'
+    )
+    campaign_id = send_campaign(client, api_user, sender, [ANN, BOB], html=html)
+    ann, bob = links_to(smtp_sink, ANN), links_to(smtp_sink, BOB)
+    for path in [ann.clicks[0], ann.clicks[0], ann.clicks[1], bob.clicks[0]]:
+        assert client.get(path, follow_redirects=False).status_code == 302
+    # A preview's links work and count nothing.
+    shown = client.get(f"/campaigns/{campaign_id}/preview", headers=api_user.headers).json()["html"]
+    preview_click = shown.split('href="', 2)[1].split('"', 1)[0]
+    assert client.get(urlsplit(preview_click).path, follow_redirects=False).status_code == 302
+    report = client.get(f"/campaigns/{campaign_id}/report", headers=api_user.headers).json()
+    assert report["links"] == [
+        {"url": "https://example.com/a", "clicks": 3, "unique_clickers": 2},
+        {"url": f"https://example.com/b?who={ANN.replace('@', '%40')}", "clicks": 1, "unique_clickers": 1},
+    ]
+    assert stats_of(client, api_user.headers, campaign_id)["unique_click_count"] == 2

@@ -1,0 +1,38 @@
+"""The calling user as GET /me shows them, and the account's preferences that PATCH /me changes."""
+
+from __future__ import annotations
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from app.identity.principal import Principal
+from app.kit.time import utcnow
+from app.mail.schemas import UserOut
+from app.mail.specs import AccountPreferences
+from app.models import Account
+
+
+def me_view(principal: Principal, *, track_opens: bool | None = None) -> UserOut:
+    user, account = principal.user, principal.account
+    return UserOut(
+        id=user.id,
+        name=user.name,
+        email=user.email,
+        contacts_count=account.contacts_count,
+        contact_limit=account.contact_limit,
+        created_at=user.created_at,
+        updated_at=user.updated_at,
+        track_opens=account.track_opens if track_opens is None else track_opens,
+    )
+
+
+def update_preferences(session: Session, principal: Principal, body: AccountPreferences) -> UserOut:
+    """PATCH /me: the account's open-pixel switch (off: no email of the account carries the pixel; the
+    send workers see it at their next batch, as they see an edited campaign)."""
+    if body.track_opens is not None:
+        session.execute(
+            update(Account)
+            .where(Account.id == principal.account.id)
+            .values(track_opens=body.track_opens, updated_at=utcnow())
+        )
+    return me_view(principal, track_opens=body.track_opens)
