@@ -276,7 +276,7 @@ class Settings(BaseSettings):
     @field_validator("sendgrid_webhook_public_key")
     @classmethod
     def _sendgrid_key_loads(cls, value: str) -> str:
-        from app.mail.providers import sendgrid
+        from app.mail.bounces.providers import sendgrid
 
         if value:
             try:
@@ -355,7 +355,7 @@ class Settings(BaseSettings):
     @field_validator("bounce_imap_url")
     @classmethod
     def _bounce_imap_url_parses(cls, value: str) -> str:
-        from app.mail.bounce_imap import ImapMailbox  # here: that module reads these settings
+        from app.mail.bounces.bounce_imap import ImapMailbox  # here: that module reads these settings
 
         if value:
             ImapMailbox.from_url(value)

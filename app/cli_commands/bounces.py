@@ -36,7 +36,7 @@ def bounces_ingest(
     soft for 4.x.x)."""
     from app.db import create_db_engine, make_session_factory, transaction
     from app.kit.time import utcnow
-    from app.mail.bounce_mailbox import MAX_MESSAGE_BYTES, ingest_message
+    from app.mail.bounces.bounce_mailbox import MAX_MESSAGE_BYTES, ingest_message
     from app.mail.sending.queue import BounceRule
     from app.mail.sending.tokens import MailTokens
 

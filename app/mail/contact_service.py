@@ -41,7 +41,7 @@ from app.kit.errors import DomainError, NotFound, ValidationFailed
 from app.kit.pagination import PageAnchors, PageRequest, page_envelope, parse_page
 from app.kit.responses import json_response
 from app.kit.time import iso_naive_utc, utcnow
-from app.mail.automation_runs import on_lists_joined
+from app.mail.automations.automation_runs import on_lists_joined
 from app.mail.common import check_list_ids, live_list_ids_among, owned, page_path, paginate
 from app.mail.events.emit import ContactEvent, emit_contact_events, emit_per_account
 from app.mail.events.types import EventType

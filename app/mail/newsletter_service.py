@@ -14,8 +14,8 @@ from app.identity.dependencies import PAID_PLANS
 from app.identity.principal import Principal, principal_of
 from app.kit.errors import Forbidden
 from app.kit.newsletters import Newsletter, NewsletterRefused, Published
-from app.mail import campaign_service
-from app.mail.campaign_rules import MAX_SHORT
+from app.mail.campaigns import campaign_service
+from app.mail.campaigns.campaign_rules import MAX_SHORT
 from app.mail.common import live_list_ids_among
 from app.mail.specs import CampaignCreate
 from app.models import Account, Campaign, User

@@ -205,7 +205,7 @@ class WebhookConfig(_Delivery):
 
 MAX_EMAIL_LISTS = 100
 MAX_EMAIL_TEMPLATE = 200_000
-# The email API's own bounds on a campaign's subject and sender (app/mail/campaign_rules.py).
+# The email API's own bounds on a campaign's subject and sender (app/mail/campaigns/campaign_rules.py).
 MAX_EMAIL_SHORT = 191
 # Without a word on it, an instant email action sends at most one campaign an hour; a digest's window
 # already spaces its campaigns.
