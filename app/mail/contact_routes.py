@@ -10,7 +10,7 @@ from fastapi.concurrency import run_in_threadpool
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
-from app.mail import contact_service
+from app.mail import contact_listing, contact_service
 from app.mail.common import RowId
 from app.mail.input import MailInput, validate
 from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
@@ -42,11 +42,11 @@ async def list_contacts(
     # session untouched (closed without I/O); the others read through the session in a worker thread.
     # Filtered listings keep the session executor, as before: the JSON PostgreSQL builds is spaced
     # unlike orjson's.
-    listing = contact_service.contacts_listing(principal.account, validate(ContactFilter, raw, status=422))
+    listing = contact_listing.contacts_listing(principal.account, validate(ContactFilter, raw, status=422))
     pool = app_state(request).async_pool
-    if pool is not None and listing.shape == contact_service.UNFILTERED:
-        return await contact_service.contacts_page_on_pool(pool, request, listing)
-    return await run_in_threadpool(contact_service.contacts_page, session, request, listing)
+    if pool is not None and listing.shape == contact_listing.UNFILTERED:
+        return await contact_listing.contacts_page_on_pool(pool, request, listing)
+    return await run_in_threadpool(contact_listing.contacts_page, session, request, listing)
 
 
 @router.post(
@@ -87,8 +87,8 @@ def list_unsubscribed(
     request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> Response:
     filters = validate(ContactFilter, raw, status=422)
-    listing = contact_service.unsubscribed_listing(principal.account, filters)
-    return contact_service.contacts_page(session, request, listing)
+    listing = contact_listing.unsubscribed_listing(principal.account, filters)
+    return contact_listing.contacts_page(session, request, listing)
 
 
 @router.get(

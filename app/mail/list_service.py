@@ -13,7 +13,7 @@ from app.identity.principal import Principal
 from app.kit.errors import Conflict, DomainError, NotFound
 from app.kit.time import utcnow
 from app.mail.common import owned, paginate
-from app.mail.contact_service import contacts_listing, contacts_page
+from app.mail.contact_listing import contacts_listing, contacts_page
 from app.mail.specs import ContactFilter
 from app.mail.stats import list_averages
 from app.models import Automation, AutomationTrigger, Contact, ContactList, Form, FormList, ListMembership
