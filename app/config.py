@@ -14,6 +14,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.kit.imap_mailbox import ImapMailbox
+
 WEAK_SECRET_MIN_LENGTH = 32
 # The secret key placeholders the shipped files carry (docker-compose.yml): long enough, and public.
 PLACEHOLDER_SECRET_PREFIX = "change-me"
@@ -355,8 +357,6 @@ class Settings(BaseSettings):
     @field_validator("bounce_imap_url")
     @classmethod
     def _bounce_imap_url_parses(cls, value: str) -> str:
-        from app.mail.bounces.bounce_imap import ImapMailbox  # here: that module reads these settings
-
         if value:
             ImapMailbox.from_url(value)
         return value

@@ -20,14 +20,12 @@ import asyncio
 import imaplib
 import logging
 import re
-import ssl
-from dataclasses import dataclass
-from urllib.parse import parse_qs, unquote, urlsplit
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import transaction
+from app.kit.imap_mailbox import ImapMailbox
 from app.kit.jobs import Job, JobSet
 from app.kit.time import utcnow
 from app.mail.bounces.bounce_mailbox import MAX_MESSAGE_BYTES, ingest_message
@@ -37,67 +35,7 @@ from app.mail.sending.tokens import MailTokens
 log = logging.getLogger("tidings.bounces")
 
 POLL_BATCH = 100
-IMAP_TIMEOUT_SECONDS = 30.0
-TRUE_WORDS = {"1", "true", "yes", "on"}
 UID_IN_FETCH = re.compile(rb"\bUID (\d+)")
-
-
-@dataclass(frozen=True, slots=True)
-class ImapMailbox:
-    host: str
-    port: int
-    implicit_tls: bool
-    starttls: bool
-    verify_tls: bool
-    username: str
-    password: str
-    mailbox: str
-
-    @classmethod
-    def from_url(cls, url: str) -> ImapMailbox:
-        parts = urlsplit(url)
-        if parts.scheme not in ("imap", "imaps") or not parts.hostname or parts.username is None:
-            raise ValueError("TIDINGS_BOUNCE_IMAP_URL must look like imaps://user:password@host:993/INBOX")
-        query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
-        implicit_tls = parts.scheme == "imaps"
-        return cls(
-            host=parts.hostname,
-            port=parts.port or (993 if implicit_tls else 143),
-            implicit_tls=implicit_tls,
-            starttls=query.get("starttls", "").lower() in TRUE_WORDS,
-            verify_tls=query.get("verify", "1").lower() in TRUE_WORDS,
-            username=unquote(parts.username),
-            password=unquote(parts.password or ""),
-            mailbox=unquote(parts.path.lstrip("/")) or "INBOX",
-        )
-
-    def describe(self) -> str:
-        """Where, for the log (never the password)."""
-        return f"{self.username}@{self.host}:{self.port}/{self.mailbox}"
-
-    def connect(self) -> imaplib.IMAP4:
-        context = ssl.create_default_context()
-        if not self.verify_tls:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        client: imaplib.IMAP4
-        if self.implicit_tls:
-            client = imaplib.IMAP4_SSL(
-                self.host, self.port, ssl_context=context, timeout=IMAP_TIMEOUT_SECONDS
-            )
-        else:
-            client = imaplib.IMAP4(self.host, self.port, timeout=IMAP_TIMEOUT_SECONDS)
-            if self.starttls:
-                client.starttls(ssl_context=context)
-        try:
-            client.login(self.username, self.password)
-            status, _ = client.select(_quoted(self.mailbox))
-            if status != "OK":
-                raise imaplib.IMAP4.error(f"cannot select the mailbox {self.mailbox!r}")
-        except BaseException:
-            client.shutdown()
-            raise
-        return client
 
 
 class BounceMailboxJobs(JobSet):
@@ -165,7 +103,3 @@ class BounceMailboxJobs(JobSet):
             if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], bytes):
                 return item[1]
         return None  # expunged by someone else meanwhile
-
-
-def _quoted(mailbox: str) -> str:
-    return '"' + mailbox.replace("\\", "\\\\").replace('"', '\\"') + '"'

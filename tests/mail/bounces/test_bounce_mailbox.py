@@ -15,7 +15,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.mail.bounces.bounce_imap import ImapMailbox
+from app.kit.imap_mailbox import ImapMailbox
 from app.mail.bounces.bounce_mailbox import MAX_NESTED_PARTS, Unreadable, parse_message, read_dsn
 from app.mail.sending.tokens import MailTokens
 from app.models import BlockedRejection, Contact, Deliverable, Suppression
