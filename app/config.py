@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.kit.ecdsa_key import ecdsa_public_key
 from app.kit.imap_mailbox import ImapMailbox
 
 WEAK_SECRET_MIN_LENGTH = 32
@@ -278,12 +279,10 @@ class Settings(BaseSettings):
     @field_validator("sendgrid_webhook_public_key")
     @classmethod
     def _sendgrid_key_loads(cls, value: str) -> str:
-        from app.mail.bounces.providers import sendgrid
-
         if value:
             try:
-                sendgrid.public_key(value)
-            except sendgrid.BadKey as exc:
+                ecdsa_public_key(value)
+            except ValueError as exc:
                 raise ValueError(
                     "not an ECDSA public key; paste the verification key as SendGrid shows it"
                 ) from exc

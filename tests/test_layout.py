@@ -9,7 +9,8 @@
 - A route module opens no session of its own: it takes the request's (`SessionDep`, `ReadSessionDep`,
   `WriteSessionDep`) or, for a write that must stand alone, `side_transaction()`; it reads no session
   factory and imports no job's `transaction()`.
-- Only `app.main` (which fills it) and `app.state` read `app.state` untyped; the rest go through
+- Only `app.main` (which fills it), `app.state` and `app.db` (below `app.state`, it reads the three
+  session values through its own `AppDatabases` protocol) read `app.state` untyped; the rest go through
   `app_state()` and `SettingsDep`.
 - No `async def` in app/ enters a synchronous transaction (`transaction()`, `side_transaction()`): its
   I/O would block the event loop. Jobs and routes run those in a worker thread.
@@ -243,11 +244,11 @@ async def job(self):
     assert loop_transaction_problems(ast.parse(source)) == ["line 3: job enters transaction()"]
 
 
-def test_only_main_and_state_read_the_app_state_untyped() -> None:
+def test_only_main_state_and_db_read_the_app_state_untyped() -> None:
     offenders = {
         name: problems
         for name, tree in MODULES.items()
-        if name not in {"app.main", "app.state"}
+        if name not in {"app.main", "app.state", "app.db"}
         for problems in [untyped_state_problems(tree)]
         if problems
     }

@@ -26,9 +26,10 @@ from datetime import UTC, datetime
 from functools import lru_cache
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from app.kit.ecdsa_key import ecdsa_public_key
 from app.kit.errors import DomainError
 from app.mail.bounces.providers import (
     Events,
@@ -64,17 +65,10 @@ class BadKey(DomainError):
 
 @lru_cache(maxsize=8)
 def public_key(setting: str) -> ec.EllipticCurvePublicKey:
-    text = setting.strip()
     try:
-        if text.startswith("-----BEGIN"):
-            key = serialization.load_pem_public_key(text.encode())
-        else:
-            key = serialization.load_der_public_key(base64.b64decode(text, validate=True))
-    except (ValueError, binascii.Error, TypeError) as exc:
+        return ecdsa_public_key(setting)
+    except ValueError as exc:
         raise BadKey() from exc
-    if not isinstance(key, ec.EllipticCurvePublicKey):
-        raise BadKey()
-    return key
 
 
 def verify(setting: str, signature: str | None, timestamp: str | None, body: bytes, now: datetime) -> None:
