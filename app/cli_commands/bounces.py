@@ -14,8 +14,9 @@ from typing import Annotated
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.cli import bounces_cli
 from app.config import SettingsError, load_settings
+
+bounces_cli = typer.Typer(no_args_is_help=True, help="The bounce mailbox (VERP).")
 
 EX_OK = 0
 EX_TEMPFAIL = 75
