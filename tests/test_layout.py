@@ -15,6 +15,8 @@
 - No `async def` in app/ enters a synchronous transaction (`transaction()`, `side_transaction()`): its
   I/O would block the event loop. Jobs and routes run those in a worker thread.
 - `app.kit` imports nothing from `app.models`.
+- No import cycle in app/: every import counts, those made inside a function or only for the type
+  checker (`if TYPE_CHECKING:`) too, and importing `a.b.c` imports the packages `a.b` and `a` as well.
 """
 
 from __future__ import annotations
@@ -193,6 +195,65 @@ def app_modules() -> dict[str, ast.Module]:
     }
 
 
+def import_graph(modules: dict[str, ast.Module]) -> dict[str, set[str]]:
+    """Each module's imports among `modules` (with the packages they sit in, but for its own)."""
+    graph: dict[str, set[str]] = {}
+    for name, tree in modules.items():
+        targets: set[str] = set()
+        for _line, module, _names in imported_modules(tree):
+            if module not in modules:
+                continue
+            parts = module.split(".")
+            for end in range(1, len(parts) + 1):
+                target = ".".join(parts[:end])
+                if target in modules and target != name and not name.startswith(target + "."):
+                    targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component: list[str] = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+    return cycles
+
+
 MODULES = app_modules()
 ROUTE_MODULES = {name for name, tree in MODULES.items() if is_route_module(name, tree)}
 
@@ -253,6 +314,23 @@ def test_only_main_state_and_db_read_the_app_state_untyped() -> None:
         if problems
     }
     assert offenders == {}
+
+
+def test_app_has_no_import_cycle() -> None:
+    graph = import_graph(MODULES)
+    assert import_cycles(graph) == []
+
+
+def test_the_rule_finds_an_import_cycle_through_a_type_only_import() -> None:
+    modules = {
+        "app.a": ast.parse("from app.b import thing"),
+        "app.b": ast.parse("if TYPE_CHECKING:\n    from app.c import Thing"),
+        "app.c": ast.parse("def f():\n    import app.a"),
+        "app.d": ast.parse("from app.a import thing"),
+        "app.pkg": ast.parse("from app.pkg.inner import x"),
+        "app.pkg.inner": ast.parse("from app.pkg import y"),
+    }
+    assert import_cycles(import_graph(modules)) == [["app.a", "app.b", "app.c"]]
 
 
 def test_kit_imports_nothing_from_the_models() -> None:
