@@ -19,6 +19,7 @@ from app.models.states import (
     CampaignState,
     DeliverableState,
     DeliveryState,
+    EventState,
     RunState,
 )
 from app.models.suppressions import SUPPRESSION_REASONS, Suppression
@@ -26,17 +27,13 @@ from app.models.telemetry import TelemetrySetting
 from app.models.watch_runs import WatchActionDelivery, WatchActionRun
 from app.models.watches import Watch, WatchAction, WatchFeed
 from app.models.webhooks import (
-    ATTEMPT_STATES,
-    EVENT_STATES,
     AccountWebhook,
     WebhookAttempt,
     WebhookEvent,
 )
 
 __all__ = [
-    "ATTEMPT_STATES",
     "DKIM_ALGORITHMS",
-    "EVENT_STATES",
     "FEED_KINDS",
     "PLANS",
     "SOURCE_KINDS",
@@ -64,6 +61,7 @@ __all__ = [
     "DeliveryState",
     "DeviceSession",
     "DkimKey",
+    "EventState",
     "Feed",
     "FeedItem",
     "Form",

@@ -66,6 +66,16 @@ class DeliveryState(StrEnum):
     FAILED = "failed"
 
 
+class EventState(StrEnum):
+    """One event for one account webhook (the events-out queue): `pending` (due at its next attempt) ->
+    (claimed) `sending` under a lease -> `delivered`, `failed` for good, or `pending` again for a retry."""
+
+    PENDING = "pending"
+    SENDING = "sending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
 class ActionKind(StrEnum):
     """What a watch action does; each kind's implementation is `app/watches/actions/ACTIONS[kind]`."""
 
