@@ -15,6 +15,8 @@
 - No `async def` in app/ enters a synchronous transaction (`transaction()`, `side_transaction()`): its
   I/O would block the event loop. Jobs and routes run those in a worker thread.
 - `app.kit` imports nothing from `app.models`.
+- A column named `state`, `status`, `kind` or `plan` is a `StateColumn` of a `StrEnum`, never a bare
+  string (but those that hold no closed set: a refusal's RFC 3463 status code, a feed's kind).
 - No import cycle in app/: every import counts, those made inside a function or only for the type
   checker (`if TYPE_CHECKING:`) too, and importing `a.b.c` imports the packages `a.b` and `a` as well.
 """
@@ -331,6 +333,30 @@ def test_the_rule_finds_an_import_cycle_through_a_type_only_import() -> None:
         "app.pkg.inner": ast.parse("from app.pkg import y"),
     }
     assert import_cycles(import_graph(modules)) == [["app.a", "app.b", "app.c"]]
+
+
+ENUM_COLUMN_NAMES = {"state", "status", "kind", "plan"}
+FREE_TEXT_COLUMNS = {
+    # Not a closed set of values: the enhanced status code a receiver's refusal carried (5.7.26, ...).
+    "blocked_rejections.status",
+    # A kind Tidings does not make stays readable, to be refused as `kind_immutable`.
+    "feeds.kind",
+}
+
+
+def test_state_status_kind_and_plan_columns_are_enums() -> None:
+    from app.models import Base
+    from app.models.states import StateColumn
+
+    bare = [
+        f"{table.name}.{column.name}"
+        for table in Base.metadata.sorted_tables
+        for column in table.columns
+        if column.name in ENUM_COLUMN_NAMES
+        and f"{table.name}.{column.name}" not in FREE_TEXT_COLUMNS
+        and not isinstance(column.type, StateColumn)
+    ]
+    assert bare == []
 
 
 def test_kit_imports_nothing_from_the_models() -> None:

@@ -6,9 +6,9 @@ from app.models.base import Base
 from app.models.campaigns import Campaign, CampaignList, Deliverable
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
 from app.models.dkim import DKIM_ALGORITHMS, DkimKey
-from app.models.feeds import FEED_KINDS, SOURCE_KINDS, Feed, FeedItem, Source
+from app.models.feeds import Feed, FeedItem, Source, SourceKind
 from app.models.forms import Form, FormList
-from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, User, UserSession
+from app.models.identity import PAID_PLANS, Account, DeviceSession, PersonalToken, Plan, User, UserSession
 from app.models.lists import ContactList
 from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
 from app.models.provider_tokens import ProviderToken
@@ -16,6 +16,7 @@ from app.models.rejections import BlockedRejection
 from app.models.states import (
     TERMINAL_RUN_STATES,
     ActionKind,
+    BackfillState,
     CampaignState,
     DeliverableState,
     DeliveryState,
@@ -34,9 +35,7 @@ from app.models.webhooks import (
 
 __all__ = [
     "DKIM_ALGORITHMS",
-    "FEED_KINDS",
-    "PLANS",
-    "SOURCE_KINDS",
+    "PAID_PLANS",
     "SUPPRESSION_REASONS",
     "TERMINAL_RUN_STATES",
     "TRIGGER_TYPES",
@@ -47,6 +46,7 @@ __all__ = [
     "Automation",
     "AutomationItem",
     "AutomationTrigger",
+    "BackfillState",
     "Base",
     "BlockedRejection",
     "Campaign",
@@ -71,9 +71,11 @@ __all__ = [
     "OAuthClient",
     "OAuthToken",
     "PersonalToken",
+    "Plan",
     "ProviderToken",
     "RunState",
     "Source",
+    "SourceKind",
     "Suppression",
     "TelemetrySetting",
     "User",

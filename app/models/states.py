@@ -87,6 +87,12 @@ class ActionKind(StrEnum):
     EMAIL = "email"
 
 
+class BackfillState(StrEnum):
+    """A backfill (`POST /v1/action-backfills`): the work is done in the request, so it is recorded done."""
+
+    DONE = "done"
+
+
 # States a run rests in for good (a `failed` run only once it has a completion time).
 TERMINAL_RUN_STATES = (
     RunState.SUCCEEDED,
