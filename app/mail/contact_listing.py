@@ -10,22 +10,17 @@ from functools import cache, cached_property
 from typing import Any
 
 import orjson
-from fastapi import Request, Response
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy import DateTime, Select, Text, bindparam, cast, func, literal_column, or_, select, type_coerce
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from app.db import PsycopgStatement
-from app.identity.dependencies import rate_headers
 from app.identity.principal import AccountInfo
-from app.kit.pagination import PageAnchors, PageRequest, page_envelope, parse_page
-from app.kit.responses import json_response
+from app.kit.pagination import PageAnchors, PageRequest, Paging, page_envelope, parse_page
 from app.kit.time import iso_naive_utc
-from app.mail.common import page_path
 from app.mail.specs import ContactFilter
 from app.models import Contact, ListMembership
-from app.state import app_state
 
 CONTACTS_PER_PAGE = 100
 
@@ -293,33 +288,26 @@ async def read_page_on_pool(
         return ContactsPage(total=done.value, count=count, data=orjson.Fragment(data))
 
 
-def contacts_response(request: Request, page: PageRequest, contacts: ContactsPage) -> Response:
-    """A page of contacts in the envelope, with the caller's rate headers."""
-    envelope = page_envelope(
-        contacts.data,
-        contacts.total,
-        page,
-        page_path(request),
-        dict(request.query_params),
-        count=contacts.count,
-    )
-    return json_response(envelope, headers=rate_headers(request))
+def contacts_envelope(paging: Paging, page: PageRequest, contacts: ContactsPage) -> dict[str, Any]:
+    """A page of contacts in the envelope."""
+    return page_envelope(contacts.data, contacts.total, page, paging.path, paging.query, count=contacts.count)
 
 
-def contacts_page(session: Session, request: Request, listing: ContactsListing) -> Response:
-    """A page (`?page=N`) of the listing, read through the session."""
-    page = parse_page(request.query_params.get("page"), CONTACTS_PER_PAGE)
-    anchors = app_state(request).page_anchors
-    return contacts_response(request, page, read_page_in_session(session, listing, page, anchors))
+def contacts_page(
+    session: Session, paging: Paging, listing: ContactsListing, anchors: PageAnchors
+) -> dict[str, Any]:
+    """A page (`?page=N`) of the listing in its envelope, read through the session."""
+    page = parse_page(paging.page, CONTACTS_PER_PAGE)
+    return contacts_envelope(paging, page, read_page_in_session(session, listing, page, anchors))
 
 
 async def contacts_page_on_pool(
-    pool: AsyncConnectionPool, request: Request, listing: ContactsListing
-) -> Response:
-    """A page (`?page=N`) of the listing, read with the async pool on the event loop (PostgreSQL)."""
-    page = parse_page(request.query_params.get("page"), CONTACTS_PER_PAGE)
-    anchors = app_state(request).page_anchors
-    return contacts_response(request, page, await read_page_on_pool(pool, listing, page, anchors))
+    pool: AsyncConnectionPool, paging: Paging, listing: ContactsListing, anchors: PageAnchors
+) -> dict[str, Any]:
+    """A page (`?page=N`) of the listing in its envelope, read with the async pool on the event loop
+    (PostgreSQL)."""
+    page = parse_page(paging.page, CONTACTS_PER_PAGE)
+    return contacts_envelope(paging, page, await read_page_on_pool(pool, listing, page, anchors))
 
 
 def listing_rows(session: Session, listing: ContactsListing) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import (
     Select,
     String,
@@ -26,6 +25,7 @@ from sqlalchemy.orm import Session
 from app.db import among, upsert
 from app.identity.principal import Principal
 from app.kit.errors import DomainError, NotFound, ValidationFailed
+from app.kit.pagination import Paging
 from app.kit.time import utcnow
 from app.mail.automations.automation_runs import on_lists_joined
 from app.mail.common import check_list_ids, live_list_ids_among, owned, paginate
@@ -414,9 +414,9 @@ def activity_entries(session: Session, deliverables: list[Deliverable]) -> list[
     ]
 
 
-def contact_activity(session: Session, request: Request, contact: Contact) -> dict[str, Any]:
+def contact_activity(session: Session, paging: Paging, contact: Contact) -> dict[str, Any]:
     """GET /contacts/{id}/activity: the latest sends, opens and clicks, and a page of its emails."""
-    paged = paginate(session, request, activity_query(contact), ACTIVITY_PER_PAGE)
+    paged = paginate(session, paging, activity_query(contact), ACTIVITY_PER_PAGE)
     return {
         "contact": activity_summary(session, contact),
         "deliverables": paged.envelope(activity_entries(session, paged.rows)),

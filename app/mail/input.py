@@ -22,6 +22,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import ValidationFailed
+from app.kit.pagination import Paging
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -286,3 +287,17 @@ def validate_email_text(value: str) -> bool:
     except PydanticCustomError:
         return False
     return True
+
+
+async def paging_of(request: Request) -> Paging:
+    """A listing's `?page=`, its URL without the query and the query: what its page links are made of.
+    Async: reading the request needs no worker thread (a hot listing pays for none)."""
+    return Paging(
+        request.query_params.get("page"),
+        str(request.base_url).rstrip("/") + request.url.path,
+        dict(request.query_params),
+    )
+
+
+# The paging of a listing route, read from its request once; the services take the value.
+PagingDep = Annotated[Paging, Depends(paging_of)]

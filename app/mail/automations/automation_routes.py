@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail.automations import automation_service
 from app.mail.common import RowId
-from app.mail.input import MailInput, validate
+from app.mail.input import MailInput, PagingDep, validate
 from app.mail.schemas import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 
@@ -19,8 +19,8 @@ router = APIRouter(tags=["Automations"])
 
 
 @router.get("/automations", response_model=Page[AutomationOut], summary="List automations")
-def list_automations(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    return automation_service.automations_page(request, session, principal)
+def list_automations(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    return automation_service.automations_page(paging, session, principal)
 
 
 @router.post(

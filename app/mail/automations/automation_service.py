@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import Select, case, func, select, update
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
 from app.kit.errors import NotFound, ValidationFailed
+from app.kit.pagination import Paging
 from app.kit.time import utcnow
 from app.mail.automations.automation_runs import set_active
 from app.mail.campaigns.campaign_service import campaign_views
@@ -210,10 +210,10 @@ def account_automations(session: Session, account_id: int) -> list[dict[str, Any
     return automation_views(session, list(automations), with_stats=False)
 
 
-def automations_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+def automations_page(paging: Paging, session: Session, principal: Principal) -> dict[str, Any]:
     """GET /automations: a page of the account's live automations."""
     query = live_automations(principal.account.id).order_by(Automation.id)
-    paged = paginate(session, request, query, AUTOMATIONS_PER_PAGE)
+    paged = paginate(session, paging, query, AUTOMATIONS_PER_PAGE)
     return paged.envelope(automation_views(session, paged.rows, with_stats=False))
 
 

@@ -24,7 +24,7 @@ from app.mail.campaigns import (
 )
 from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.common import RowId
-from app.mail.input import MailInput, validate
+from app.mail.input import MailInput, PagingDep, validate
 from app.mail.schemas import (
     CampaignCheckOut,
     CampaignOut,
@@ -55,8 +55,8 @@ CONTROL_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}, 409
 
 
 @router.get("/campaigns", response_model=Page[CampaignOut], summary="List campaigns")
-def list_campaigns(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    return campaign_service.campaigns_page(request, session, principal)
+def list_campaigns(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    return campaign_service.campaigns_page(paging, session, principal)
 
 
 @router.post(

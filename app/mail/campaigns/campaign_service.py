@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
 from app.kit.errors import Conflict, DomainError, NotFound, ValidationFailed
+from app.kit.pagination import Paging
 from app.kit.time import utcnow
 from app.mail.campaigns.campaign_check import SigningPolicy, refuse_serious_findings
 from app.mail.campaigns.campaign_rules import (
@@ -125,7 +125,7 @@ def reject_if_cancelled(campaign: Campaign) -> None:
         raise Conflict("Campaign was cancelled.", code="cancelled")
 
 
-def campaigns_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+def campaigns_page(paging: Paging, session: Session, principal: Principal) -> dict[str, Any]:
     """GET /campaigns: a page of the account's live campaigns (not an automation's emails)."""
     query = (
         select(Campaign)
@@ -136,7 +136,7 @@ def campaigns_page(request: Request, session: Session, principal: Principal) -> 
         )
         .order_by(Campaign.id)
     )
-    paged = paginate(session, request, query, CAMPAIGNS_PER_PAGE)
+    paged = paginate(session, paging, query, CAMPAIGNS_PER_PAGE)
     return paged.envelope(campaign_views(session, paged.rows))
 
 
