@@ -15,6 +15,10 @@
 - No `async def` in app/ enters a synchronous transaction (`transaction()`, `side_transaction()`): its
   I/O would block the event loop. Jobs and routes run those in a worker thread.
 - `app.kit` imports nothing from `app.models`.
+- In the domains (mail, feeds, watches) a module that declares no route imports nothing from fastapi or
+  starlette: services take sessions, ids and values (a listing's `Paging`), and routes build responses.
+  The HTTP glue is named here: each domain's router, the watches' dependencies, mail's input reader
+  (bodies, paging, path ids) and the hosted forms' pages (HTML responses).
 - A column named `state`, `status`, `kind` or `plan` is a `StateColumn` of a `StrEnum`, never a bare
   string (but those that hold no closed set: a refusal's RFC 3463 status code, a feed's kind).
 - No import cycle in app/: every import counts, those made inside a function or only for the type
@@ -333,6 +337,47 @@ def test_the_rule_finds_an_import_cycle_through_a_type_only_import() -> None:
         "app.pkg.inner": ast.parse("from app.pkg import y"),
     }
     assert import_cycles(import_graph(modules)) == [["app.a", "app.b", "app.c"]]
+
+
+DOMAINS = ("app.mail", "app.feeds", "app.watches")
+HTTP_GLUE = {
+    "app.mail.router",
+    "app.feeds.router",
+    "app.watches.router",
+    "app.watches.dependencies",
+    "app.mail.input",
+    "app.mail.hosted_forms.hosted_form_pages",
+}
+
+
+def http_imports(tree: ast.Module) -> list[str]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module))
+    return [
+        f"line {line}: imports {module}"
+        for line, module in sorted(found)
+        if module.split(".")[0] in ("fastapi", "starlette")
+    ]
+
+
+def test_domain_modules_without_routes_speak_no_http() -> None:
+    offenders = {
+        name: problems
+        for name, tree in MODULES.items()
+        if name.startswith(DOMAINS) and name not in ROUTE_MODULES and name not in HTTP_GLUE
+        for problems in [http_imports(tree)]
+        if problems
+    }
+    assert offenders == {}
+
+
+def test_the_rule_finds_http_in_a_service() -> None:
+    service = ast.parse("from fastapi import Request\nimport starlette.responses\nfrom app.kit import x")
+    assert http_imports(service) == ["line 1: imports fastapi", "line 2: imports starlette.responses"]
 
 
 ENUM_COLUMN_NAMES = {"state", "status", "kind", "plan"}

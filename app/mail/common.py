@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from fastapi import Path
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
@@ -17,8 +16,6 @@ RowT = TypeVar("RowT")
 
 # Ids are 32-bit on PostgreSQL; a larger number names no row (and the database refuses to compare it).
 MAX_ID = 2**31 - 1
-# A path id: out of range (or not an integer) is a 404, like any id that names nothing.
-RowId = Annotated[int, Path(ge=1, le=MAX_ID)]
 
 
 def valid_id(value: int) -> bool:

@@ -12,8 +12,7 @@ from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
 from app.kit.responses import json_response
 from app.mail import contact_listing, contact_service
-from app.mail.common import RowId
-from app.mail.input import MailInput, PagingDep, validate
+from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
 from app.mail.specs import (
     CONTACT_FILTER_PARAMETERS,

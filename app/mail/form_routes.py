@@ -9,8 +9,7 @@ from fastapi import APIRouter
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.mail import form_service
-from app.mail.common import RowId
-from app.mail.input import MailInput, PagingDep, validate
+from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.schemas import ErrorOut, FormOut, Page
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter
 from app.models import Form

@@ -16,15 +16,19 @@ from typing import Annotated, Any, TypeVar
 from urllib.parse import parse_qsl
 
 from email_validator import SPECIAL_USE_DOMAIN_NAMES, EmailNotValidError, validate_email
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import ValidationFailed
 from app.kit.pagination import Paging
+from app.mail.common import MAX_ID
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# A path id: out of range (or not an integer) is a 404, like any id that names nothing.
+RowId = Annotated[int, Path(ge=1, le=MAX_ID)]
 
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]")
 # A list index in a bracket key: ASCII digits only (str.isdigit also takes '²', which int() refuses) and

@@ -11,8 +11,7 @@ from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
 from app.kit.responses import json_response
 from app.mail import list_service
-from app.mail.common import RowId
-from app.mail.input import MailInput, PagingDep, validate
+from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter, ListCreate
 from app.models import Contact

@@ -10,8 +10,7 @@ from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail.automations import automation_service
-from app.mail.common import RowId
-from app.mail.input import MailInput, PagingDep, validate
+from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.schemas import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 

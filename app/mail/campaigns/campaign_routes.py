@@ -23,8 +23,7 @@ from app.mail.campaigns import (
     campaign_service,
 )
 from app.mail.campaigns.campaign_check import SigningPolicy
-from app.mail.common import RowId
-from app.mail.input import MailInput, PagingDep, validate
+from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.schemas import (
     CampaignCheckOut,
     CampaignOut,

@@ -3,7 +3,9 @@ hosted_form_service.py)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
@@ -12,6 +14,8 @@ from starlette.background import BackgroundTask
 
 from app.db import ReadSessionDep, SessionDep, WriteSessionDep
 from app.identity.token_lookup import forget_accounts
+from app.kit.body import BodyTooLarge, read_capped
+from app.kit.client import client_address
 from app.kit.errors import DomainError
 from app.mail.contact_service import ContactLimitExceeded
 from app.mail.hosted_forms.hosted_form_pages import (
@@ -23,15 +27,15 @@ from app.mail.hosted_forms.hosted_form_pages import (
     page,
 )
 from app.mail.hosted_forms.hosted_form_service import (
+    MAX_BODY_BYTES,
+    MAX_FIELDS,
     TOKEN,
     Confirmed,
-    client_address,
     confirm_signup,
     ip_or_none,
     log,
     open_form,
     parse_form_id,
-    read_submission,
     request_signup,
 )
 from app.mail.sending.tokens import MailTokens
@@ -39,6 +43,46 @@ from app.state import SettingsDep, app_state
 
 # Pages for people, not API operations: kept out of the email API's OpenAPI document.
 router = APIRouter(include_in_schema=False)
+
+
+class BodyProblem(DomainError):
+    pass
+
+
+async def read_submission(request: Request) -> dict[str, Any]:
+    """The submitted fields (as sent: strings, or any JSON value), or BodyProblem (413, 415, 422)."""
+    try:
+        body = await read_capped(request, MAX_BODY_BYTES)
+    except BodyTooLarge as exc:
+        raise BodyProblem(413, "The submitted form is too large.") from exc
+    if not body.strip():
+        return {}  # nothing sent: the email field is required (422), whatever the content type
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    unreadable = BodyProblem(422, "The submitted form could not be read.")
+    if content_type == "application/x-www-form-urlencoded":
+        try:
+            pairs = parse_qsl(
+                body.decode("utf-8"),
+                keep_blank_values=True,
+                encoding="utf-8",
+                errors="strict",
+                max_num_fields=MAX_FIELDS,
+            )
+        except ValueError as exc:  # UnicodeDecodeError, or too many fields
+            raise unreadable from exc
+        fields: dict[str, Any] = {}
+        for key, value in pairs:
+            fields.setdefault(key, value)  # a repeated name counts once, as browsers send it once
+        return fields
+    if content_type == "application/json" or content_type.endswith("+json"):
+        try:
+            parsed = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise unreadable from exc
+        if not isinstance(parsed, dict):
+            raise unreadable
+        return parsed
+    raise BodyProblem(415, "Send the form as application/x-www-form-urlencoded or as JSON.")
 
 
 @router.get("/f/{id}", response_class=HTMLResponse)

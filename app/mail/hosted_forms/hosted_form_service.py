@@ -39,22 +39,18 @@ import asyncio
 import contextlib
 import hashlib
 import ipaddress
-import json
 import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any
-from urllib.parse import parse_qsl
 
-from fastapi import Request
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.identity.principal import principal_of
-from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import DomainError, ValidationFailed
 from app.kit.ratelimit import RateDecision, RateLimiter
 from app.kit.time import utcnow
@@ -147,46 +143,6 @@ def open_form(session: Session, form_id: int) -> PublicForm | None:
     )
 
 
-class BodyProblem(DomainError):
-    pass
-
-
-async def read_submission(request: Request) -> dict[str, Any]:
-    """The submitted fields (as sent: strings, or any JSON value), or BodyProblem (413, 415, 422)."""
-    try:
-        body = await read_capped(request, MAX_BODY_BYTES)
-    except BodyTooLarge as exc:
-        raise BodyProblem(413, "The submitted form is too large.") from exc
-    if not body.strip():
-        return {}  # nothing sent: the email field is required (422), whatever the content type
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    unreadable = BodyProblem(422, "The submitted form could not be read.")
-    if content_type == "application/x-www-form-urlencoded":
-        try:
-            pairs = parse_qsl(
-                body.decode("utf-8"),
-                keep_blank_values=True,
-                encoding="utf-8",
-                errors="strict",
-                max_num_fields=MAX_FIELDS,
-            )
-        except ValueError as exc:  # UnicodeDecodeError, or too many fields
-            raise unreadable from exc
-        fields: dict[str, Any] = {}
-        for key, value in pairs:
-            fields.setdefault(key, value)  # a repeated name counts once, as browsers send it once
-        return fields
-    if content_type == "application/json" or content_type.endswith("+json"):
-        try:
-            parsed = json.loads(body)
-        except (ValueError, RecursionError) as exc:
-            raise unreadable from exc
-        if not isinstance(parsed, dict):
-            raise unreadable
-        return parsed
-    raise BodyProblem(415, "Send the form as application/x-www-form-urlencoded or as JSON.")
-
-
 def check_submission(raw: dict[str, Any]) -> SignupIn:
     """The validated fields, or ValidationFailed (422) with a message per field."""
     try:
@@ -194,10 +150,6 @@ def check_submission(raw: dict[str, Any]) -> SignupIn:
     except TooDeep as exc:
         raise ValidationFailed({"body": [str(exc)]}) from exc
     return validate(SignupIn, RawInput(data), status=422)
-
-
-def client_address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
 
 
 def ip_or_none(value: str) -> str | None:
