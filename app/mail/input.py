@@ -285,14 +285,6 @@ def as_list(value: Any) -> Any:
 ListIds = Annotated[list[int], BeforeValidator(as_list)]
 
 
-def validate_email_text(value: str) -> bool:
-    try:
-        _check_email(value)
-    except PydanticCustomError:
-        return False
-    return True
-
-
 async def paging_of(request: Request) -> Paging:
     """A listing's `?page=`, its URL without the query and the query: what its page links are made of.
     Async: reading the request needs no worker thread (a hot listing pays for none)."""

@@ -131,9 +131,6 @@ class _Cadence(_Config):
     # to the largest integer a behaviour value takes (its windows then still end before year 9999).
     digest_interval_seconds: Annotated[int, Field(ge=0, le=MAX_INTEGER)] = 0
 
-    def cadence(self) -> str:
-        return f"digest/{self.digest_interval_seconds}s" if self.delivery == "digest" else "instant"
-
 
 class _Delivery(_Cadence):
     include_fields: IncludeFields = []
