@@ -13,38 +13,45 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.config import Settings, SettingsError, load_settings, masked_url, served_base_url
-from app.db import create_db_engine, make_session_factory, transaction
+from app.cli_commands import (
+    bounces,
+    contacts_import,
+    db,
+    dkim,
+    forms,
+    lists,
+    oauth_clients,
+    tokens,
+    users,
+    version,
+)
+from app.cli_commands.common import cli_settings, fail, migrate, with_session
+from app.config import Settings, masked_url, served_base_url
+from app.db import create_db_engine, make_session_factory
 from app.identity.accounts import create_user, find_user_by_email
-from app.identity.tokens import TOKEN_PREFIX, create_personal_token, hash_token
-from app.kit.errors import DomainError
+from app.identity.tokens import TOKEN_PREFIX, hash_token
 from app.logs import logging_config
-from app.models import PersonalToken, User
+from app.models import PersonalToken
 
 cli = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Tidings: email campaigns, feeds and watches."
 )
-db_cli = typer.Typer(no_args_is_help=True, help="Database migrations.")
-users_cli = typer.Typer(no_args_is_help=True, help="Users and their accounts.")
-tokens_cli = typer.Typer(no_args_is_help=True, help="Personal access tokens.")
-contacts_cli = typer.Typer(no_args_is_help=True, help="Contacts.")
-forms_cli = typer.Typer(no_args_is_help=True, help="Hosted sign-up forms.")
-oauth_clients_cli = typer.Typer(no_args_is_help=True, help="OAuth 2.0 clients of the email API.")
-bounces_cli = typer.Typer(no_args_is_help=True, help="The bounce mailbox (VERP).")
-cli.add_typer(db_cli, name="db")
-cli.add_typer(users_cli, name="users")
-cli.add_typer(tokens_cli, name="tokens")
-cli.add_typer(contacts_cli, name="contacts")
-cli.add_typer(forms_cli, name="forms")
-cli.add_typer(oauth_clients_cli, name="oauth-clients")
-cli.add_typer(bounces_cli, name="bounces")
+cli.callback()(version.root)
+cli.add_typer(db.db_cli, name="db")
+cli.add_typer(users.users_cli, name="users")
+cli.add_typer(tokens.tokens_cli, name="tokens")
+cli.add_typer(contacts_import.contacts_cli, name="contacts")
+cli.add_typer(forms.forms_cli, name="forms")
+cli.add_typer(oauth_clients.oauth_clients_cli, name="oauth-clients")
+cli.add_typer(bounces.bounces_cli, name="bounces")
+cli.add_typer(dkim.dkim_cli, name="dkim")
+cli.add_typer(lists.lists_cli, name="lists")
 
 # uvicorn's supervisor pings each HTTP worker process and replaces one that does not answer in time.
 # Its own 5 s replaced busy workers of a loaded machine again and again (each losing its requests in
@@ -53,56 +60,6 @@ WORKER_HEALTHCHECK_SECONDS = 30
 DEMO_EMAIL = "demo@example.com"
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"
-T = TypeVar("T")
-
-
-def fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(1)
-
-
-def cli_settings() -> Settings:
-    """The settings, every one checked before the command does anything: a bad one exits 1 with one
-    line naming it, what is wrong and what is allowed."""
-    try:
-        return load_settings()
-    except SettingsError as exc:
-        raise fail(str(exc)) from exc
-
-
-def with_session(settings: Settings, work: Callable[[Session], T]) -> T:
-    """Run `work` in one transaction on the configured database; user errors exit 1 with one line."""
-    engine = create_db_engine(settings.database_url)
-    try:
-        with transaction(make_session_factory(engine)) as session:
-            return work(session)
-    except DomainError as exc:
-        raise fail(exc.message) from exc
-    except SQLAlchemyError as exc:
-        raise fail(f"database error: {exc.__class__.__name__}: {str(exc).splitlines()[0]}") from exc
-    finally:
-        engine.dispose()
-
-
-def migrate(settings: Settings) -> None:
-    """Refuse an unsafe production configuration, then bring the database to the newest revision."""
-    from app.migrate import upgrade_to_head
-
-    problems = settings.production_problems()
-    if problems:
-        raise fail("; ".join(problems))
-    try:
-        upgrade_to_head(settings.database_url)
-    except SQLAlchemyError as exc:
-        target = masked_url(settings.database_url)
-        raise fail(f"cannot migrate {target}: {str(exc).splitlines()[0]}") from exc
-
-
-def user_by_email(session: Session, email: str) -> User:
-    user = find_user_by_email(session, email)
-    if user is None:
-        raise DomainError(1, f"no user with the email {email}")
-    return user
 
 
 def refuse_unusable_port(host: str, port: int, option: str) -> None:
@@ -320,98 +277,6 @@ def ensure_demo(session: Session, settings: Settings) -> str:
     return token
 
 
-@db_cli.command("upgrade")
-def db_upgrade() -> None:
-    """Migrate the database to the newest revision."""
-    migrate(cli_settings())
-    typer.echo("database is at head")
-
-
-@db_cli.command("current")
-def db_current() -> None:
-    """Print the database's current revision."""
-    from app.migrate import current_revision
-
-    try:
-        typer.echo(current_revision(cli_settings().database_url) or "(empty database)")
-    except SQLAlchemyError as exc:
-        raise fail(str(exc).splitlines()[0]) from exc
-
-
-@tokens_cli.command("create")
-def tokens_create(
-    email: Annotated[str, typer.Option(help="The token owner's email")],
-    name: Annotated[str, typer.Option(help="A label for the token")] = "",
-) -> None:
-    """Make a personal access token; prints the token alone (it is not shown again)."""
-    settings = cli_settings()
-    migrate(settings)
-    typer.echo(with_session(settings, lambda s: create_personal_token(s, user_by_email(s, email), name)[1]))
-
-
-@forms_cli.command("create")
-def forms_create(
-    email: Annotated[str, typer.Option(help="The account owner's email")],
-    title: Annotated[str, typer.Option(help="The form's title")],
-    list_id: Annotated[list[int], typer.Option("--list", help="A list the form subscribes to (repeatable)")],
-) -> None:
-    """Make a hosted sign-up form; prints its id and public URL."""
-    from app.mail.form_service import create_form
-
-    settings = cli_settings()
-    migrate(settings)
-
-    def work(session: Session) -> int:
-        user = user_by_email(session, email)
-        return create_form(session, user.account_id, title, list_id).id
-
-    form_id = with_session(settings, work)
-    typer.echo(f"{form_id} {settings.base_url.rstrip('/')}/f/{form_id}")
-    note_assumed_base_url(settings)
-
-
-def note_assumed_base_url(settings: Settings) -> None:
-    """A command that prints the server's public URLs, run without TIDINGS_BASE_URL, says which address
-    it assumed and how to give the real one (on stderr: stdout stays the answer a script reads)."""
-    if not settings.base_url_is_set:
-        typer.echo(
-            f"note: TIDINGS_BASE_URL is not set, so the URL assumes the server answers at "
-            f"{settings.base_url}; set TIDINGS_BASE_URL to the address people reach it at",
-            err=True,
-        )
-
-
-@oauth_clients_cli.command("create")
-def oauth_clients_create(
-    email: Annotated[str, typer.Option(help="The email of the user registering the client")],
-    name: Annotated[str, typer.Option(help="The client's name, shown on the consent page")],
-    redirect_uri: Annotated[
-        list[str],
-        typer.Option(help="Where codes are sent: https, or http on loopback (repeatable)"),
-    ],
-    public: Annotated[
-        bool,
-        typer.Option("--public", help="No secret (an app that cannot keep one): PKCE alone proves it"),
-    ] = False,
-) -> None:
-    """Register an OAuth client; prints its client_id and client_secret (the secret is not shown again)."""
-    from app.identity.oauth.clients import register_client
-
-    settings = cli_settings()
-    migrate(settings)
-
-    def work(session: Session) -> tuple[str, str | None]:
-        client, secret = register_client(
-            session, user_by_email(session, email), name, redirect_uri, public=public
-        )
-        return client.client_id, secret
-
-    client_id, secret = with_session(settings, work)
-    typer.echo(f"client_id: {client_id}")
-    if secret is not None:
-        typer.echo(f"client_secret: {secret}")
-
-
 @cli.command("openapi")
 def openapi_write() -> None:
     """Write the committed OpenAPI documents under openapi/ from the code."""
@@ -426,15 +291,3 @@ def main() -> None:
         cli()
     except KeyboardInterrupt:
         sys.exit(130)
-
-
-# Commands kept in their own modules register themselves on the groups above.
-import app.cli_commands.bounces  # noqa: E402
-import app.cli_commands.contacts_import  # noqa: E402
-import app.cli_commands.dkim  # noqa: E402
-import app.cli_commands.forms  # noqa: E402
-import app.cli_commands.lists  # noqa: E402
-import app.cli_commands.oauth_clients  # noqa: E402
-import app.cli_commands.tokens  # noqa: E402
-import app.cli_commands.users  # noqa: E402
-import app.cli_commands.version  # noqa: E402,F401

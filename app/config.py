@@ -14,6 +14,9 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.kit.ecdsa_key import ecdsa_public_key
+from app.kit.imap_mailbox import ImapMailbox
+
 WEAK_SECRET_MIN_LENGTH = 32
 # The secret key placeholders the shipped files carry (docker-compose.yml): long enough, and public.
 PLACEHOLDER_SECRET_PREFIX = "change-me"
@@ -276,12 +279,10 @@ class Settings(BaseSettings):
     @field_validator("sendgrid_webhook_public_key")
     @classmethod
     def _sendgrid_key_loads(cls, value: str) -> str:
-        from app.mail.providers import sendgrid
-
         if value:
             try:
-                sendgrid.public_key(value)
-            except sendgrid.BadKey as exc:
+                ecdsa_public_key(value)
+            except ValueError as exc:
                 raise ValueError(
                     "not an ECDSA public key; paste the verification key as SendGrid shows it"
                 ) from exc
@@ -355,8 +356,6 @@ class Settings(BaseSettings):
     @field_validator("bounce_imap_url")
     @classmethod
     def _bounce_imap_url_parses(cls, value: str) -> str:
-        from app.mail.bounce_imap import ImapMailbox  # here: that module reads these settings
-
         if value:
             ImapMailbox.from_url(value)
         return value

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, cast
 
 from anyio import CancelScope
 from fastapi import Depends, Request
@@ -26,8 +26,6 @@ from sqlalchemy.exc import TimeoutError as PoolSlotTimeout
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 from sqlalchemy.types import TypeEngine
 from starlette.requests import HTTPConnection
-
-from app.state import app_state
 
 # Execution option a session sets to open its SQLite transaction with BEGIN IMMEDIATE. A write that
 # starts as a read under a deferred BEGIN fails with SQLITE_BUSY_SNAPSHOT when another writer committed
@@ -178,6 +176,19 @@ def _end(session: Session, commit: bool) -> None:
         session.close()
 
 
+class AppDatabases(Protocol):
+    """What the request's sessions read of the app's state (`AppState` holds them). This module sits
+    below `app.state`, which names the domains' classes, so it names only the three values it reads."""
+
+    read_session_factory: sessionmaker[Session]
+    write_session_factory: sessionmaker[Session]
+    reads_autocommit: bool
+
+
+def app_databases(connection: HTTPConnection) -> AppDatabases:
+    return cast(AppDatabases, connection.app.state)
+
+
 class RequestSession:
     """A dependency: the request's unit of work, a session that commits when the route returns and
     rolls back when it raises (the one finalizer of every request's session).
@@ -195,7 +206,7 @@ class RequestSession:
         self.write = write
 
     async def __call__(self, request: Request) -> AsyncIterator[Session]:
-        state = app_state(request)
+        state = app_databases(request)
         reading = request.method in ("GET", "HEAD", "OPTIONS") if self.write is None else not self.write
         factory = state.read_session_factory if reading else state.write_session_factory
         autocommit = reading and state.reads_autocommit
@@ -249,7 +260,7 @@ def side_transaction(
     For the few writes that must stand alone: the session cookie's expiry pushed back while
     authenticating, the device poll. Everything else writes through the request's session.
     """
-    session = app_state(connection).write_session_factory()
+    session = app_databases(connection).write_session_factory()
     try:
         begin_write(session)
         yield session

@@ -42,11 +42,11 @@ from app.kit.heap import freeze_start_up_objects
 from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.logs import RequestIds
-from app.mail.campaign_preview_service import TEST_SENDS_PER_HOUR
+from app.mail.bounces.providers.ses import SnsClient
+from app.mail.campaigns.campaign_preview_service import TEST_SENDS_PER_HOUR
 from app.mail.dns_records import system_txt_resolver
-from app.mail.hosted_form_service import FormLimits
+from app.mail.hosted_forms.hosted_form_service import FormLimits
 from app.mail.newsletter_service import MailNewsletters
-from app.mail.providers.ses import SnsClient
 from app.mail.router import mail_routers
 from app.mail.sending.dkim import DkimSigner
 from app.metrics import RequestMetrics, metrics_router

@@ -85,7 +85,7 @@ class Scheduler:
             settings, factory = self.settings, self.session_factory
             bounces = None
             if settings.bounce_imap_url:
-                from app.mail.bounce_imap import BounceMailboxJobs
+                from app.mail.bounces.bounce_imap import BounceMailboxJobs
 
                 bounces = BounceMailboxJobs(settings, factory)
                 log.info("bounces are read from the IMAP mailbox %s", bounces.mailbox.describe())

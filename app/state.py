@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     from app.kit.newsletters import NewsletterDesk
     from app.kit.pagination import PageAnchors
     from app.kit.ratelimit import RateLimiter
+    from app.mail.bounces.providers.ses import SnsClient
     from app.mail.dns_records import TxtResolver
-    from app.mail.hosted_form_service import FormLimits
-    from app.mail.providers.ses import SnsClient
+    from app.mail.hosted_forms.hosted_form_service import FormLimits
     from app.mail.sending.dkim import DkimSigner
     from app.watches.engines.registry import Engines
 

@@ -30,6 +30,42 @@ from tests.smtp_sink import smtp_sink  # noqa: F401 (a fixture every test folder
 pytest_plugins = ("tests.upstream", "tests.fake_engine", "tests.browser")
 
 
+# The `process` marker: a test that starts a process (`tidings serve`/`worker`, the CLI, Node, Dovecot,
+# Chromium) or an outside server on loopback (the SMTP sink, the upstream HTTP server). The inner loop
+# leaves them out (`pytest -m "not process"`, docs/architecture.md); CI runs everything. A test is
+# marked by the fixtures it takes, or by its module when the module starts processes itself.
+PROCESS_FIXTURES = {"smtp_sink", "upstream", "browser", "tidings", "sent", "sender", "llm"}
+PROCESS_MODULES = (
+    "subprocess",
+    "tests.processes",
+    "tests.shipped",
+    "tests.magpie_driver",
+    "tests.tcp_relay",
+    "tests.mail.bounces.dovecot",
+    "tests.authroutes.live",
+)
+
+
+def _starts_processes(module: Any) -> bool:
+    names = vars(module).values()
+    return any(
+        getattr(value, "__name__", "") in PROCESS_MODULES
+        or getattr(value, "__module__", "") in PROCESS_MODULES
+        for value in names
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    by_module: dict[str, bool] = {}
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__ not in by_module:
+            by_module[module.__name__] = _starts_processes(module)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & PROCESS_FIXTURES or (module is not None and by_module[module.__name__]):
+            item.add_marker(pytest.mark.process)
+
+
 # Tests that reason about days, windows or expiry own the clock (time-machine), never the wall clock's
 # hour: they start at NOON, a weekday midday far from any day, month or year boundary, unless they move
 # the clock to the boundary they are about.

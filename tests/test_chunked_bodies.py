@@ -34,7 +34,7 @@ from app.mail.router import mail_routers
 from app.models import Account
 from app.watches.router import watch_routers
 from tests.chunked import peak, peak_reset, stream_chunked
-from tests.mail.providers.samples import SendGridSigner
+from tests.mail.bounces.providers.samples import SendGridSigner
 from tests.processes import Running, shipped_serve
 
 BOUNCE_SECRET = "bounce-secret"

@@ -9,11 +9,20 @@
 - A route module opens no session of its own: it takes the request's (`SessionDep`, `ReadSessionDep`,
   `WriteSessionDep`) or, for a write that must stand alone, `side_transaction()`; it reads no session
   factory and imports no job's `transaction()`.
-- Only `app.main` (which fills it) and `app.state` read `app.state` untyped; the rest go through
+- Only `app.main` (which fills it), `app.state` and `app.db` (below `app.state`, it reads the three
+  session values through its own `AppDatabases` protocol) read `app.state` untyped; the rest go through
   `app_state()` and `SettingsDep`.
 - No `async def` in app/ enters a synchronous transaction (`transaction()`, `side_transaction()`): its
   I/O would block the event loop. Jobs and routes run those in a worker thread.
 - `app.kit` imports nothing from `app.models`.
+- In the domains (mail, feeds, watches) a module that declares no route imports nothing from fastapi or
+  starlette: services take sessions, ids and values (a listing's `Paging`), and routes build responses.
+  The HTTP glue is named here: each domain's router, the watches' dependencies, mail's input reader
+  (bodies, paging, path ids) and the hosted forms' pages (HTML responses).
+- A column named `state`, `status`, `kind` or `plan` is a `StateColumn` of a `StrEnum`, never a bare
+  string (but those that hold no closed set: a refusal's RFC 3463 status code, a feed's kind).
+- No import cycle in app/: every import counts, those made inside a function or only for the type
+  checker (`if TYPE_CHECKING:`) too, and importing `a.b.c` imports the packages `a.b` and `a` as well.
 """
 
 from __future__ import annotations
@@ -192,6 +201,65 @@ def app_modules() -> dict[str, ast.Module]:
     }
 
 
+def import_graph(modules: dict[str, ast.Module]) -> dict[str, set[str]]:
+    """Each module's imports among `modules` (with the packages they sit in, but for its own)."""
+    graph: dict[str, set[str]] = {}
+    for name, tree in modules.items():
+        targets: set[str] = set()
+        for _line, module, _names in imported_modules(tree):
+            if module not in modules:
+                continue
+            parts = module.split(".")
+            for end in range(1, len(parts) + 1):
+                target = ".".join(parts[:end])
+                if target in modules and target != name and not name.startswith(target + "."):
+                    targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component: list[str] = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+    return cycles
+
+
 MODULES = app_modules()
 ROUTE_MODULES = {name for name, tree in MODULES.items() if is_route_module(name, tree)}
 
@@ -243,15 +311,97 @@ async def job(self):
     assert loop_transaction_problems(ast.parse(source)) == ["line 3: job enters transaction()"]
 
 
-def test_only_main_and_state_read_the_app_state_untyped() -> None:
+def test_only_main_state_and_db_read_the_app_state_untyped() -> None:
     offenders = {
         name: problems
         for name, tree in MODULES.items()
-        if name not in {"app.main", "app.state"}
+        if name not in {"app.main", "app.state", "app.db"}
         for problems in [untyped_state_problems(tree)]
         if problems
     }
     assert offenders == {}
+
+
+def test_app_has_no_import_cycle() -> None:
+    graph = import_graph(MODULES)
+    assert import_cycles(graph) == []
+
+
+def test_the_rule_finds_an_import_cycle_through_a_type_only_import() -> None:
+    modules = {
+        "app.a": ast.parse("from app.b import thing"),
+        "app.b": ast.parse("if TYPE_CHECKING:\n    from app.c import Thing"),
+        "app.c": ast.parse("def f():\n    import app.a"),
+        "app.d": ast.parse("from app.a import thing"),
+        "app.pkg": ast.parse("from app.pkg.inner import x"),
+        "app.pkg.inner": ast.parse("from app.pkg import y"),
+    }
+    assert import_cycles(import_graph(modules)) == [["app.a", "app.b", "app.c"]]
+
+
+DOMAINS = ("app.mail", "app.feeds", "app.watches")
+HTTP_GLUE = {
+    "app.mail.router",
+    "app.feeds.router",
+    "app.watches.router",
+    "app.watches.dependencies",
+    "app.mail.input",
+    "app.mail.hosted_forms.hosted_form_pages",
+}
+
+
+def http_imports(tree: ast.Module) -> list[str]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module))
+    return [
+        f"line {line}: imports {module}"
+        for line, module in sorted(found)
+        if module.split(".")[0] in ("fastapi", "starlette")
+    ]
+
+
+def test_domain_modules_without_routes_speak_no_http() -> None:
+    offenders = {
+        name: problems
+        for name, tree in MODULES.items()
+        if name.startswith(DOMAINS) and name not in ROUTE_MODULES and name not in HTTP_GLUE
+        for problems in [http_imports(tree)]
+        if problems
+    }
+    assert offenders == {}
+
+
+def test_the_rule_finds_http_in_a_service() -> None:
+    service = ast.parse("from fastapi import Request\nimport starlette.responses\nfrom app.kit import x")
+    assert http_imports(service) == ["line 1: imports fastapi", "line 2: imports starlette.responses"]
+
+
+ENUM_COLUMN_NAMES = {"state", "status", "kind", "plan"}
+FREE_TEXT_COLUMNS = {
+    # Not a closed set of values: the enhanced status code a receiver's refusal carried (5.7.26, ...).
+    "blocked_rejections.status",
+    # A kind Tidings does not make stays readable, to be refused as `kind_immutable`.
+    "feeds.kind",
+}
+
+
+def test_state_status_kind_and_plan_columns_are_enums() -> None:
+    from app.models import Base
+    from app.models.states import StateColumn
+
+    bare = [
+        f"{table.name}.{column.name}"
+        for table in Base.metadata.sorted_tables
+        for column in table.columns
+        if column.name in ENUM_COLUMN_NAMES
+        and f"{table.name}.{column.name}" not in FREE_TEXT_COLUMNS
+        and not isinstance(column.type, StateColumn)
+    ]
+    assert bare == []
 
 
 def test_kit_imports_nothing_from_the_models() -> None:

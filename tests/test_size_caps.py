@@ -19,12 +19,15 @@ from app.authroutes.v1_auth import Credentials, DevicePollInput, SignupInput, To
 from app.feeds import specs as feed_specs
 from app.identity import accounts, passwords
 from app.kit import v1_input
-from app.mail import bounce_mailbox, bounces, campaign_rules, webhook_service
 from app.mail import field_service as fields
-from app.mail import hosted_form_service as hosted_forms
 from app.mail import input as mail_input
 from app.mail import specs as contacts
-from app.mail.providers import ses
+from app.mail import webhook_service
+from app.mail.bounces import bounce_mailbox
+from app.mail.bounces import reports as bounces
+from app.mail.bounces.providers import ses
+from app.mail.campaigns import campaign_rules
+from app.mail.hosted_forms import hosted_form_service as hosted_forms
 from app.mail.specs import (
     AutomationCreate,
     AutomationEmailCreate,

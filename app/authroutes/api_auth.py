@@ -34,6 +34,7 @@ from app.identity.session_cookie import clear_session_cookie, session_token, set
 from app.identity.sessions import end_session
 from app.identity.sign_in import sign_in_with_password
 from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in, username_available
+from app.kit.client import client_address
 from app.kit.openapi import FORM, JSON, request_body
 from app.state import SettingsDep, app_state
 
@@ -56,10 +57,6 @@ async def json_body(request: Request) -> Any:
 
 
 JsonBody = Annotated[Any, Depends(json_body)]
-
-
-def client_address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
 
 
 def error_response(status: int, description: str) -> dict[int | str, dict[str, Any]]:

@@ -34,6 +34,7 @@ from app.identity.sign_in import sign_in_with_password
 from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in
 from app.identity.token_lookup import forget_accounts
 from app.identity.tokens import create_token_for, live_personal_tokens, revoke_personal_token
+from app.kit.client import client_address
 from app.kit.errors import DomainError, NotFound
 from app.kit.openapi import request_body
 from app.kit.time import utcnow
@@ -206,10 +207,6 @@ def cli_token_out(token: PersonalToken) -> CliTokenOut:
         created_at=token.created_at,
         last_used_at=token.last_used_at,
     )
-
-
-def client_address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
 
 
 def errors(*pairs: tuple[int, str]) -> dict[int | str, dict[str, Any]]:

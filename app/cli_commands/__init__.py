@@ -1,1 +1,2 @@
-"""The `tidings` commands beyond those in app/cli.py, one module a group; importing one registers it."""
+"""The `tidings` command groups, one module a group (each its own Typer, added to the command by
+app/cli.py), over common.py, what they share."""

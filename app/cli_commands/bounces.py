@@ -14,8 +14,9 @@ from typing import Annotated
 import typer
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.cli import bounces_cli
 from app.config import SettingsError, load_settings
+
+bounces_cli = typer.Typer(no_args_is_help=True, help="The bounce mailbox (VERP).")
 
 EX_OK = 0
 EX_TEMPFAIL = 75
@@ -36,7 +37,7 @@ def bounces_ingest(
     soft for 4.x.x)."""
     from app.db import create_db_engine, make_session_factory, transaction
     from app.kit.time import utcnow
-    from app.mail.bounce_mailbox import MAX_MESSAGE_BYTES, ingest_message
+    from app.mail.bounces.bounce_mailbox import MAX_MESSAGE_BYTES, ingest_message
     from app.mail.sending.queue import BounceRule
     from app.mail.sending.tokens import MailTokens
 

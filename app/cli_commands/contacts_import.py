@@ -18,12 +18,14 @@ from rich.progress import BarColumn, Progress, TextColumn
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from app.cli import cli_settings, contacts_cli, fail, migrate
+from app.cli_commands.common import cli_settings, fail, migrate
 from app.db import create_db_engine, make_session_factory, transaction
 from app.kit.errors import DomainError
 
 if TYPE_CHECKING:
     from app.mail.contact_import import RowProblem
+
+contacts_cli = typer.Typer(no_args_is_help=True, help="Contacts.")
 
 IMPORT_BATCH = 1000
 T = TypeVar("T")

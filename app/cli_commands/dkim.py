@@ -8,14 +8,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import cli, cli_settings, fail, migrate, with_session
+from app.cli_commands.common import cli_settings, fail, migrate, with_session
 from app.cli_commands.output import print_table, when
 
 if TYPE_CHECKING:
     from app.mail.dkim_service import KeyRecord
 
 dkim_cli = typer.Typer(no_args_is_help=True, help="DKIM keys that sign each sending domain's email.")
-cli.add_typer(dkim_cli, name="dkim")
 
 DomainOption = Annotated[str, typer.Option(help="The sending domain (the part after @ in From)")]
 

@@ -1,4 +1,4 @@
-"""`tidings forms list` (`forms create` is in app/cli.py)."""
+"""`tidings forms create|list`: hosted sign-up forms."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import cli_settings, forms_cli, migrate, note_assumed_base_url, with_session
+from app.cli_commands.common import cli_settings, migrate, note_assumed_base_url, with_session
 from app.cli_commands.output import print_table, when
 from app.identity.accounts import user_by_email
+
+forms_cli = typer.Typer(no_args_is_help=True, help="Hosted sign-up forms.")
 
 
 @forms_cli.command("list")
@@ -31,3 +33,24 @@ def forms_list(email: Annotated[str, typer.Option(help="The account owner's emai
     print_table(["ID", "TITLE", "LISTS", "CREATED", "URL"], rows, empty="no forms")
     if rows:
         note_assumed_base_url(settings)
+
+
+@forms_cli.command("create")
+def forms_create(
+    email: Annotated[str, typer.Option(help="The account owner's email")],
+    title: Annotated[str, typer.Option(help="The form's title")],
+    list_id: Annotated[list[int], typer.Option("--list", help="A list the form subscribes to (repeatable)")],
+) -> None:
+    """Make a hosted sign-up form; prints its id and public URL."""
+    from app.mail.form_service import create_form
+
+    settings = cli_settings()
+    migrate(settings)
+
+    def work(session: Session) -> int:
+        user = user_by_email(session, email)
+        return create_form(session, user.account_id, title, list_id).id
+
+    form_id = with_session(settings, work)
+    typer.echo(f"{form_id} {settings.base_url.rstrip('/')}/f/{form_id}")
+    note_assumed_base_url(settings)

@@ -8,12 +8,11 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import cli, cli_settings, migrate, with_session
+from app.cli_commands.common import cli_settings, migrate, with_session
 from app.cli_commands.output import print_table, when
 from app.identity.accounts import user_by_email
 
 lists_cli = typer.Typer(no_args_is_help=True, help="Contact lists.")
-cli.add_typer(lists_cli, name="lists")
 
 
 @lists_cli.command("create")

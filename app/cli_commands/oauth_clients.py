@@ -1,4 +1,4 @@
-"""`tidings oauth-clients list|delete` (`oauth-clients create` is in app/cli.py)."""
+"""`tidings oauth-clients create|list|delete`: the OAuth 2.0 clients of the email API."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import cli_settings, migrate, oauth_clients_cli, with_session
+from app.cli_commands.common import cli_settings, migrate, with_session
 from app.cli_commands.output import print_table, when
+from app.identity.accounts import user_by_email
 from app.identity.oauth.clients import clients_with_owners, delete_client
+
+oauth_clients_cli = typer.Typer(no_args_is_help=True, help="OAuth 2.0 clients of the email API.")
 
 
 @oauth_clients_cli.command("list")
@@ -48,3 +51,34 @@ def oauth_clients_delete(
         return f"deleted OAuth client {client_id} ({client.name}) and its tokens"
 
     typer.echo(with_session(settings, work))
+
+
+@oauth_clients_cli.command("create")
+def oauth_clients_create(
+    email: Annotated[str, typer.Option(help="The email of the user registering the client")],
+    name: Annotated[str, typer.Option(help="The client's name, shown on the consent page")],
+    redirect_uri: Annotated[
+        list[str],
+        typer.Option(help="Where codes are sent: https, or http on loopback (repeatable)"),
+    ],
+    public: Annotated[
+        bool,
+        typer.Option("--public", help="No secret (an app that cannot keep one): PKCE alone proves it"),
+    ] = False,
+) -> None:
+    """Register an OAuth client; prints its client_id and client_secret (the secret is not shown again)."""
+    from app.identity.oauth.clients import register_client
+
+    settings = cli_settings()
+    migrate(settings)
+
+    def work(session: Session) -> tuple[str, str | None]:
+        client, secret = register_client(
+            session, user_by_email(session, email), name, redirect_uri, public=public
+        )
+        return client.client_id, secret
+
+    client_id, secret = with_session(settings, work)
+    typer.echo(f"client_id: {client_id}")
+    if secret is not None:
+        typer.echo(f"client_secret: {secret}")

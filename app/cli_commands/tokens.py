@@ -1,4 +1,4 @@
-"""`tidings tokens list|revoke`: personal access tokens across users (`tokens create` is in app/cli.py)."""
+"""`tidings tokens create|list|revoke`: personal access tokens across users."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import cli_settings, migrate, tokens_cli, with_session
+from app.cli_commands.common import cli_settings, migrate, with_session
 from app.cli_commands.output import print_table, when
 from app.identity.accounts import user_by_email
-from app.identity.tokens import live_tokens_with_owners, revoke_token_by_id
+from app.identity.tokens import create_personal_token, live_tokens_with_owners, revoke_token_by_id
+
+tokens_cli = typer.Typer(no_args_is_help=True, help="Personal access tokens.")
 
 
 @tokens_cli.command("list")
@@ -52,3 +54,14 @@ def tokens_revoke(
         return f"revoked token {token.id} ({token.name or 'unnamed'}, {token.prefix}...)"
 
     typer.echo(with_session(settings, work))
+
+
+@tokens_cli.command("create")
+def tokens_create(
+    email: Annotated[str, typer.Option(help="The token owner's email")],
+    name: Annotated[str, typer.Option(help="A label for the token")] = "",
+) -> None:
+    """Make a personal access token; prints the token alone (it is not shown again)."""
+    settings = cli_settings()
+    migrate(settings)
+    typer.echo(with_session(settings, lambda s: create_personal_token(s, user_by_email(s, email), name)[1]))

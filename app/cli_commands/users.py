@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from sqlalchemy.orm import Session
 
-from app.cli import cli_settings, fail, migrate, users_cli, with_session
+from app.cli_commands.common import cli_settings, fail, migrate, with_session
 from app.cli_commands.output import print_table, when, yes_no
 from app.identity.accounts import (
     check_password,
@@ -19,6 +19,8 @@ from app.identity.accounts import (
     user_summaries,
 )
 from app.kit.errors import DomainError
+
+users_cli = typer.Typer(no_args_is_help=True, help="Users and their accounts.")
 
 
 def read_password(*, from_stdin: bool) -> str:

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from app.cli import cli
 from app.kit.release import installed_version
 
 
@@ -16,7 +15,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@cli.callback()
 def root(
     version: Annotated[
         bool,

@@ -12,9 +12,9 @@ from fastapi import APIRouter, Depends, Response
 from app.console.pages import CONSOLE, ConsoleUser, Form, PostedForm, messages_of
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
-from app.mail import automation_service, list_service
-from app.mail.common import RowId
-from app.mail.input import RawInput, normalize, validate
+from app.mail import list_service
+from app.mail.automations import automation_service
+from app.mail.input import RawInput, RowId, normalize, validate
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 from app.models import Automation
 

@@ -20,16 +20,16 @@ from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
 from app.kit.pagination import MAX_PAGE, PageRequest
 from app.kit.time import utcnow
-from app.mail import (
+from app.mail.campaigns import (
     campaign_control_service,
     campaign_preview_service,
     campaign_report_service,
     campaign_service,
 )
-from app.mail.campaign_check import SigningPolicy
-from app.mail.common import RowId, page_of
+from app.mail.campaigns.campaign_check import SigningPolicy
+from app.mail.common import page_of
 from app.mail.field_service import field_views
-from app.mail.input import RawInput, normalize, validate
+from app.mail.input import RawInput, RowId, normalize, validate
 from app.mail.list_service import account_lists
 from app.mail.sending.render import STANDARD_FIELDS, UNSUBSCRIBE_TAG
 from app.mail.specs import CampaignCreate, CampaignUpdate

@@ -19,9 +19,8 @@ from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError, NotFound
 from app.kit.pagination import parse_page
 from app.kit.time import utcnow
-from app.mail import contact_service, list_service
-from app.mail.common import RowId
-from app.mail.input import RawInput, normalize, validate
+from app.mail import contact_listing, contact_service, list_service
+from app.mail.input import RawInput, RowId, normalize, validate
 from app.mail.specs import ContactFilter, ContactUpdate
 from app.models import Contact
 from app.state import app_state
@@ -61,10 +60,10 @@ class Filters:
             state=state if state in dict(STATES) else "",
         )
 
-    def listing(self, me: ConsoleUser) -> contact_service.ContactsListing:
+    def listing(self, me: ConsoleUser) -> contact_listing.ContactsListing:
         unsubscribed = {"subscribed": False, "unsubscribed": True}.get(self.state)
         filters = ContactFilter(query=self.query or None, unsubscribed=unsubscribed)
-        return contact_service.contacts_listing(
+        return contact_listing.contacts_listing(
             me.principal.account, filters, self.list_id, bounced=self.state == "bounced"
         )
 
@@ -83,8 +82,8 @@ def contacts_page(
 ) -> Response:
     if filters.list_id is not None:
         list_service.find_list(me.db, me.principal, filters.list_id)
-    paging = parse_page(page, contact_service.CONTACTS_PER_PAGE)
-    read = contact_service.read_page_in_session(
+    paging = parse_page(page, contact_listing.CONTACTS_PER_PAGE)
+    read = contact_listing.read_page_in_session(
         me.db, filters.listing(me), paging, app_state(request).page_anchors
     )
     rows = read.data if isinstance(read.data, list) else []
@@ -117,7 +116,7 @@ def export_contacts(me: ConsoleUser, filters: Filters = Depends(_filters)) -> Re
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(EXPORT_COLUMNS)
-    for contact in contact_service.listing_rows(me.db, filters.listing(me)):
+    for contact in contact_listing.listing_rows(me.db, filters.listing(me)):
         writer.writerow([_csv_cell(contact[column]) for column in EXPORT_COLUMNS])
     return Response(
         out.getvalue(),

@@ -11,8 +11,8 @@ from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
 from app.identity.dependencies import require_paid_plan
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
-from app.mail import campaign_service
-from app.mail.campaign_check import SigningPolicy
+from app.mail.campaigns import campaign_service
+from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.list_service import account_lists
 from app.state import SettingsDep
 from app.watches import watch_service

@@ -1,7 +1,7 @@
 """The console's Forms: the account's hosted sign-up forms with their lists, public URL and an HTML
 snippet to paste into a site; a new form. The same form service as `tidings forms create`. Sign-ups
 waiting for their confirmation are not listed: nothing is stored before a visitor confirms (the form's
-POST only reads; see app/mail/hosted_form_service.py), so there is nothing to list."""
+POST only reads; see app/mail/hosted_forms/hosted_form_service.py), so there is nothing to list."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
 from app.mail import form_service, list_service
-from app.mail.hosted_form_service import HONEYPOT
+from app.mail.hosted_forms.hosted_form_service import HONEYPOT
 from app.state import SettingsDep
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])

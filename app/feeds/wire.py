@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from app.feeds.specs import CuratedFeedConfig, SourceSpec
 from app.kit.v1_wire import Timestamp
-from app.models import Feed, FeedItem, Source
+from app.models import Feed, Source
 
 
 class SourceWire(BaseModel):
@@ -203,15 +203,4 @@ def feed_view(feed: Feed, sources: list[Source]) -> dict[str, Any]:
         "sources": [source_wire(source) for source in sources],
         # Curated feeds have nothing to summarise beyond their sources.
         "summary": {},
-    }
-
-
-def item_wire(item: FeedItem) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "source_kind": item.source_kind,
-        "external_id": item.external_id,
-        "occurred_at": item.occurred_at,
-        "source_label": item.source_label,
-        "data": item.data,
     }

@@ -21,7 +21,7 @@ from app.identity.passwords import (
 )
 from app.kit.errors import DomainError
 from app.kit.time import account_zone, local_day, midnight_after, utcnow
-from app.models import PLANS, Account, User, UserSession
+from app.models import Account, Plan, User, UserSession
 
 USERNAME_MIN_LENGTH = 3
 USERNAME_MAX_LENGTH = 30
@@ -94,8 +94,8 @@ def check_account_settings(
     *, plan: str | None = None, contact_limit: int | None = None, daily_send_limit: int | None = None
 ) -> None:
     """The rules of an account's plan and limits (None: not being set)."""
-    if plan is not None and plan not in PLANS:
-        raise DomainError(400, f"Unknown plan {plan!r}: use one of {', '.join(PLANS)}.")
+    if plan is not None and plan not in Plan.__members__.values():
+        raise DomainError(400, f"Unknown plan {plan!r}: use one of {', '.join(Plan)}.")
     if contact_limit is not None and contact_limit < 0:
         raise DomainError(400, "The contact limit must not be negative.")
     if daily_send_limit is not None and daily_send_limit < 0:
@@ -142,7 +142,7 @@ def create_user(
         if username_owner_id(session, username) is not None:
             raise DomainError(400, f"The username {username} is taken.")
     account = Account(
-        plan=plan,
+        plan=Plan(plan),
         contact_limit=contact_limit,
         timezone=timezone,
         warmup_until=midnight_after(utcnow(), warmup_days, account_zone(timezone)) if warmup_days else None,
@@ -235,7 +235,7 @@ def update_account_settings(
         raise DomainError(400, "Give a daily send limit or go back to the default, not both.")
     account = session.scalars(select(Account).where(Account.id == user.account_id).with_for_update()).one()
     if plan is not None:
-        account.plan = plan
+        account.plan = Plan(plan)
     if contact_limit is not None:
         account.contact_limit = contact_limit
     if daily_send_limit is not None or default_daily_send_limit:

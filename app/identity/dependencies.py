@@ -20,10 +20,9 @@ from app.identity.session_cookie import (
 )
 from app.identity.sessions import SignedIn, extend_if_due, find_session
 from app.kit.errors import DomainError
-from app.models import Account
+from app.models import PAID_PLANS, Account
 from app.state import app_state
 
-PAID_PLANS = ("lifetime", "empire")
 RATE_LIMIT_HEADERS_STATE = "rate_limit_headers"
 
 

@@ -21,6 +21,16 @@ class PageRequest:
         return (self.page - 1) * self.per_page
 
 
+@dataclass(frozen=True)
+class Paging:
+    """What a listing's request asks of its pages, read once by the route: the raw `?page=`, the
+    listing's URL without its query (the base of the envelope's links) and the query, kept in them."""
+
+    page: str | None
+    path: str
+    query: dict[str, str]
+
+
 # Beyond this a page number can only ask for an empty page; capping it keeps OFFSET arithmetic sane.
 MAX_PAGE = 10_000_000
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
+from app.kit.call_outcome import CallOutcome
 from app.kit.safe_http import (
     BlockedDestination,
     InvalidUrl,
@@ -24,27 +24,28 @@ from app.kit.safe_http import (
 
 RETRYABLE_STATUSES = (408, 429)
 
-CallState = Literal["succeeded", "failed", "errored"]
-
 
 @dataclass(frozen=True, slots=True)
 class CallResult:
-    state: CallState
+    state: CallOutcome
     # None when no answer came (blocked, refused, timed out).
     http_status: int | None
     # Empty when the call succeeded.
     error: str
 
 
-def judge(status: int) -> tuple[CallState, str]:
+def judge(status: int) -> tuple[CallOutcome, str]:
     """The state an HTTP status makes, and the error text it records."""
     if 200 <= status < 300:
-        return "succeeded", ""
+        return CallOutcome.SUCCEEDED, ""
     if 300 <= status < 400:
-        return "errored", f"the receiver answered a redirect (HTTP {status}); redirects are never followed"
+        return (
+            CallOutcome.ERRORED,
+            f"the receiver answered a redirect (HTTP {status}); redirects are never followed",
+        )
     if status >= 500 or status in RETRYABLE_STATUSES:
-        return "failed", f"the receiver answered HTTP {status}"
-    return "errored", f"the receiver answered HTTP {status}"
+        return CallOutcome.FAILED, f"the receiver answered HTTP {status}"
+    return CallOutcome.ERRORED, f"the receiver answered HTTP {status}"
 
 
 async def call_webhook(
@@ -66,14 +67,14 @@ async def call_webhook(
         # The receiver answered; only its answer's body was too long to read. Its status decides.
         note = f"; the answer's body was larger than {max_response_bytes} bytes and was not read"
         if exc.status_code is None:
-            return CallResult("failed", None, str(exc))
+            return CallResult(CallOutcome.FAILED, None, str(exc))
         state, error = judge(exc.status_code)
         return CallResult(state, exc.status_code, (error + note).removeprefix("; "))
     except (BlockedDestination, InvalidUrl) as exc:
-        return CallResult("errored", None, f"blocked destination: {exc}")
+        return CallResult(CallOutcome.ERRORED, None, f"blocked destination: {exc}")
     except OutboundTimeout as exc:
-        return CallResult("failed", None, f"the receiver did not answer in time: {exc}")
+        return CallResult(CallOutcome.FAILED, None, f"the receiver did not answer in time: {exc}")
     except OutboundError as exc:
-        return CallResult("failed", None, f"the call failed: {exc}")
+        return CallResult(CallOutcome.FAILED, None, f"the call failed: {exc}")
     state, error = judge(response.status_code)
     return CallResult(state, response.status_code, error)

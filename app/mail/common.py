@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from fastapi import Path, Request
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from app.kit.errors import NotFound, ValidationFailed
-from app.kit.pagination import PageRequest, page_envelope, parse_page
+from app.kit.pagination import PageRequest, Paging, page_envelope, parse_page
 from app.models import ContactList
 
 RowT = TypeVar("RowT")
 
 # Ids are 32-bit on PostgreSQL; a larger number names no row (and the database refuses to compare it).
 MAX_ID = 2**31 - 1
-# A path id: out of range (or not an integer) is a 404, like any id that names nothing.
-RowId = Annotated[int, Path(ge=1, le=MAX_ID)]
 
 
 def valid_id(value: int) -> bool:
@@ -38,12 +35,12 @@ class Paged(Generic[RowT]):
 
 
 def paginate(
-    session: Session, request: Request, query: Select[RowT], per_page: int, total: int | None = None
+    session: Session, paging: Paging, query: Select[RowT], per_page: int, total: int | None = None
 ) -> Paged[RowT]:
     """One page of `query` (`?page=N`) and its total; pass `total` when it is already known."""
-    page = parse_page(request.query_params.get("page"), per_page)
+    page = parse_page(paging.page, per_page)
     rows, total = page_of(session, query, page, total)
-    return paged_for(request, rows, page, total)
+    return Paged(rows, page, total, paging.path, paging.query)
 
 
 def page_of(
@@ -53,15 +50,6 @@ def page_of(
     if total is None:
         total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
     return (list(session.scalars(page_query(query, page))) if page.offset < total else []), total
-
-
-def page_path(request: Request) -> str:
-    """The listing's URL without its query: the base of the envelope's page URLs."""
-    return str(request.base_url).rstrip("/") + request.url.path
-
-
-def paged_for(request: Request, rows: list[RowT], page: PageRequest, total: int) -> Paged[RowT]:
-    return Paged(rows, page, total, page_path(request), dict(request.query_params))
 
 
 def page_query(query: Select[Any], page: PageRequest) -> Select[Any]:

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from app.db import SessionDep
-from app.identity.dependencies import PaidMailUser
+from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
-from app.mail import contact_service
-from app.mail.common import RowId
-from app.mail.input import MailInput, validate
+from app.kit.responses import json_response
+from app.mail import contact_listing, contact_service
+from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
 from app.mail.specs import (
     CONTACT_FILTER_PARAMETERS,
@@ -36,17 +36,23 @@ router = APIRouter(tags=["Contacts"])
     openapi_extra=CONTACT_FILTER_PARAMETERS,
 )
 async def list_contacts(
-    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    request: Request, session: SessionDep, paging: PagingDep, principal: PaidMailUser, raw: MailInput
 ) -> Response:
     # The hot path (PostgreSQL, no filters) reads with the async pool on the event loop and leaves the
     # session untouched (closed without I/O); the others read through the session in a worker thread.
     # Filtered listings keep the session executor, as before: the JSON PostgreSQL builds is spaced
     # unlike orjson's.
-    listing = contact_service.contacts_listing(principal.account, validate(ContactFilter, raw, status=422))
-    pool = app_state(request).async_pool
-    if pool is not None and listing.shape == contact_service.UNFILTERED:
-        return await contact_service.contacts_page_on_pool(pool, request, listing)
-    return await run_in_threadpool(contact_service.contacts_page, session, request, listing)
+    listing = contact_listing.contacts_listing(principal.account, validate(ContactFilter, raw, status=422))
+    state = app_state(request)
+    if state.async_pool is not None and listing.shape == contact_listing.UNFILTERED:
+        envelope = await contact_listing.contacts_page_on_pool(
+            state.async_pool, paging, listing, state.page_anchors
+        )
+    else:
+        envelope = await run_in_threadpool(
+            contact_listing.contacts_page, session, paging, listing, state.page_anchors
+        )
+    return json_response(envelope, headers=rate_headers(request))
 
 
 @router.post(
@@ -84,11 +90,13 @@ def batch_contacts(session: SessionDep, principal: PaidMailUser, raw: MailInput)
     openapi_extra=SEARCH_PARAMETERS,
 )
 def list_unsubscribed(
-    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    request: Request, session: SessionDep, paging: PagingDep, principal: PaidMailUser, raw: MailInput
 ) -> Response:
     filters = validate(ContactFilter, raw, status=422)
-    listing = contact_service.unsubscribed_listing(principal.account, filters)
-    return contact_service.contacts_page(session, request, listing)
+    listing = contact_listing.unsubscribed_listing(principal.account, filters)
+    anchors = app_state(request).page_anchors
+    envelope = contact_listing.contacts_page(session, paging, listing, anchors)
+    return json_response(envelope, headers=rate_headers(request))
 
 
 @router.get(
@@ -129,10 +137,10 @@ def delete_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> M
     responses={404: {"model": ErrorOut}},
 )
 def contact_activity(
-    id: RowId, request: Request, session: SessionDep, principal: PaidMailUser
+    id: RowId, paging: PagingDep, session: SessionDep, principal: PaidMailUser
 ) -> dict[str, Any]:
     contact = contact_service.find_contact(session, principal, id)
-    return contact_service.contact_activity(session, request, contact)
+    return contact_service.contact_activity(session, paging, contact)
 
 
 @router.patch(

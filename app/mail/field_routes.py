@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.mail import field_service
+from app.mail.input import PagingDep
 from app.mail.schemas import ContactFieldOut, Page
 
 router = APIRouter(tags=["Contact fields"])
 
 
 @router.get("/contact-fields", response_model=Page[ContactFieldOut], summary="List custom contact fields")
-def list_contact_fields(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    return field_service.fields_page(request, session, principal)
+def list_contact_fields(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    return field_service.fields_page(paging, session, principal)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.db import upsert
 from app.identity.principal import Principal
 from app.kit.errors import Conflict, ValidationFailed
+from app.kit.pagination import Paging
 from app.kit.time import utcnow
 from app.mail.common import owned, paginate
 from app.models import Contact, ContactField, ContactFieldValue
@@ -75,12 +75,12 @@ def set_field_values(
         )
 
 
-def fields_page(request: Request, session: Session, principal: Principal) -> dict[str, Any]:
+def fields_page(paging: Paging, session: Session, principal: Principal) -> dict[str, Any]:
     """GET /contact-fields: a page of the account's field definitions, oldest first."""
     query = (
         select(ContactField).where(ContactField.account_id == principal.account.id).order_by(ContactField.id)
     )
-    paged = paginate(session, request, query, FIELDS_PER_PAGE)
+    paged = paginate(session, paging, query, FIELDS_PER_PAGE)
     return paged.envelope(paged.rows)
 
 

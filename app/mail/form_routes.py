@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.mail import form_service
-from app.mail.common import RowId
-from app.mail.input import MailInput, validate
+from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.schemas import ErrorOut, FormOut, Page
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter
 from app.models import Form
@@ -20,10 +19,10 @@ router = APIRouter(tags=["Forms"])
 
 @router.get("/forms", response_model=Page[FormOut], summary="List forms", openapi_extra=SEARCH_PARAMETERS)
 def list_forms(
-    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    paging: PagingDep, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> dict[str, Any]:
     filters = validate(ContactFilter, raw, status=422)
-    return form_service.forms_page(request, session, principal, filters)
+    return form_service.forms_page(paging, session, principal, filters)
 
 
 @router.get("/forms/{id}", response_model=FormOut, summary="Get a form", responses={404: {"model": ErrorOut}})

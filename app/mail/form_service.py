@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
 from app.kit.errors import DomainError
+from app.kit.pagination import Paging
 from app.mail.common import check_list_ids, owned, paginate
 from app.mail.specs import ContactFilter
 from app.models import Form, FormList
@@ -54,13 +54,13 @@ def account_forms(session: Session, account_id: int) -> list[tuple[Form, list[in
 
 
 def forms_page(
-    request: Request, session: Session, principal: Principal, filters: ContactFilter
+    paging: Paging, session: Session, principal: Principal, filters: ContactFilter
 ) -> dict[str, Any]:
     """GET /forms: a page of the account's live forms, by title when a query is given."""
     query = select(Form).where(Form.account_id == principal.account.id, Form.deleted_at.is_(None))
     if filters.query:
         query = query.where(func.lower(Form.title).like(f"%{filters.query.lower()}%"))
-    paged = paginate(session, request, query.order_by(Form.id), FORMS_PER_PAGE)
+    paged = paginate(session, paging, query.order_by(Form.id), FORMS_PER_PAGE)
     return paged.envelope(paged.rows)
 
 

@@ -16,14 +16,19 @@ from typing import Annotated, Any, TypeVar
 from urllib.parse import parse_qsl
 
 from email_validator import SPECIAL_USE_DOMAIN_NAMES, EmailNotValidError, validate_email
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import ValidationFailed
+from app.kit.pagination import Paging
+from app.mail.common import MAX_ID
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# A path id: out of range (or not an integer) is a 404, like any id that names nothing.
+RowId = Annotated[int, Path(ge=1, le=MAX_ID)]
 
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]")
 # A list index in a bracket key: ASCII digits only (str.isdigit also takes '²', which int() refuses) and
@@ -280,9 +285,15 @@ def as_list(value: Any) -> Any:
 ListIds = Annotated[list[int], BeforeValidator(as_list)]
 
 
-def validate_email_text(value: str) -> bool:
-    try:
-        _check_email(value)
-    except PydanticCustomError:
-        return False
-    return True
+async def paging_of(request: Request) -> Paging:
+    """A listing's `?page=`, its URL without the query and the query: what its page links are made of.
+    Async: reading the request needs no worker thread (a hot listing pays for none)."""
+    return Paging(
+        request.query_params.get("page"),
+        str(request.base_url).rstrip("/") + request.url.path,
+        dict(request.query_params),
+    )
+
+
+# The paging of a listing route, read from its request once; the services take the value.
+PagingDep = Annotated[Paging, Depends(paging_of)]

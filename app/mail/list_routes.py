@@ -7,14 +7,15 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from app.db import SessionDep
-from app.identity.dependencies import PaidMailUser
+from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
+from app.kit.responses import json_response
 from app.mail import list_service
-from app.mail.common import RowId
-from app.mail.input import MailInput, validate
+from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter, ListCreate
 from app.models import Contact
+from app.state import app_state
 
 router = APIRouter(tags=["Lists"])
 
@@ -26,10 +27,10 @@ router = APIRouter(tags=["Lists"])
     openapi_extra=SEARCH_PARAMETERS,
 )
 def get_lists(
-    request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    paging: PagingDep, session: SessionDep, principal: PaidMailUser, raw: MailInput
 ) -> dict[str, Any]:
     filters = validate(ContactFilter, raw, status=422)
-    return list_service.lists_page(request, session, principal, filters)
+    return list_service.lists_page(paging, session, principal, filters)
 
 
 @router.post(
@@ -70,11 +71,18 @@ def delete_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> Mess
     responses={404: {"model": ErrorOut}},
 )
 def get_list_contacts(
-    list_id: RowId, request: Request, session: SessionDep, principal: PaidMailUser, raw: MailInput
+    list_id: RowId,
+    request: Request,
+    session: SessionDep,
+    paging: PagingDep,
+    principal: PaidMailUser,
+    raw: MailInput,
 ) -> Response:
     list_service.find_list(session, principal, list_id)
     filters = validate(ContactFilter, raw, status=422)
-    return list_service.list_contacts(request, session, principal, list_id, filters)
+    anchors = app_state(request).page_anchors
+    envelope = list_service.list_contacts(session, paging, anchors, principal, list_id, filters)
+    return json_response(envelope, headers=rate_headers(request))
 
 
 @router.delete(

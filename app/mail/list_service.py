@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import Request, Response
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
 from app.kit.errors import Conflict, DomainError, NotFound
+from app.kit.pagination import PageAnchors, Paging
 from app.kit.time import utcnow
 from app.mail.common import owned, paginate
-from app.mail.contact_service import contacts_listing, contacts_page
+from app.mail.contact_listing import contacts_listing, contacts_page
 from app.mail.specs import ContactFilter
 from app.mail.stats import list_averages
 from app.models import Automation, AutomationTrigger, Contact, ContactList, Form, FormList, ListMembership
@@ -95,7 +95,7 @@ def find_list(session: Session, principal: Principal, list_id: int) -> ContactLi
 
 
 def lists_page(
-    request: Request, session: Session, principal: Principal, filters: ContactFilter
+    paging: Paging, session: Session, principal: Principal, filters: ContactFilter
 ) -> dict[str, Any]:
     """GET /lists: a page of the account's live lists, by name when a query is given."""
     query = select(ContactList).where(
@@ -103,7 +103,7 @@ def lists_page(
     )
     if filters.query:
         query = query.where(func.lower(ContactList.name).like(f"%{filters.query.lower()}%"))
-    paged = paginate(session, request, query.order_by(ContactList.id), LISTS_PER_PAGE)
+    paged = paginate(session, paging, query.order_by(ContactList.id), LISTS_PER_PAGE)
     return paged.envelope(list_views(session, paged.rows))
 
 
@@ -134,11 +134,16 @@ def delete_list(session: Session, contact_list: ContactList) -> None:
 
 
 def list_contacts(
-    request: Request, session: Session, principal: Principal, list_id: int, filters: ContactFilter
-) -> Response:
+    session: Session,
+    paging: Paging,
+    anchors: PageAnchors,
+    principal: Principal,
+    list_id: int,
+    filters: ContactFilter,
+) -> dict[str, Any]:
     """GET /lists/{id}/contacts: a page of the list's live contacts."""
     listing = contacts_listing(principal.account, ContactFilter(query=filters.query), list_id=list_id)
-    return contacts_page(session, request, listing)
+    return contacts_page(session, paging, listing, anchors)
 
 
 def remove_from_list(session: Session, principal: Principal, list_id: int, contact_id: int) -> Contact:

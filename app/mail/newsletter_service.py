@@ -10,15 +10,14 @@ from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.identity.dependencies import PAID_PLANS
 from app.identity.principal import Principal, principal_of
 from app.kit.errors import Forbidden
 from app.kit.newsletters import Newsletter, NewsletterRefused, Published
-from app.mail import campaign_service
-from app.mail.campaign_rules import MAX_SHORT
+from app.mail.campaigns import campaign_service
+from app.mail.campaigns.campaign_rules import MAX_SHORT
 from app.mail.common import live_list_ids_among
 from app.mail.specs import CampaignCreate
-from app.models import Account, Campaign, User
+from app.models import PAID_PLANS, Account, Campaign, User
 
 PLAN_REFUSAL = "The email action needs a paid plan (lifetime or empire), as the email API does."
 

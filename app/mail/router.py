@@ -5,19 +5,19 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.mail import (
-    automation_routes,
-    bounce_routes,
-    campaign_routes,
     contact_routes,
     field_routes,
     form_routes,
-    hosted_form_routes,
     list_routes,
     me_routes,
     suppression_routes,
     tracking_routes,
     webhook_routes,
 )
+from app.mail.automations import automation_routes
+from app.mail.bounces import bounce_routes
+from app.mail.campaigns import campaign_routes
+from app.mail.hosted_forms import hosted_form_routes
 
 mail_routers: list[APIRouter] = [
     feature.router

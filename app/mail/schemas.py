@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
+from app.kit.call_outcome import CallOutcome
 from app.kit.time import iso
 from app.kit.wire_enum import inline_enum
 from app.models import CampaignState
@@ -47,8 +48,10 @@ class ContactListOut(Out):
 # emails by where they are.
 if TYPE_CHECKING:
     SendingState = CampaignState
+    CallOutcomeField = CallOutcome
 else:  # documented inline (app/kit/wire_enum.py)
     SendingState = inline_enum(CampaignState)
+    CallOutcomeField = inline_enum(CallOutcome)
 
 SendingStateField = Annotated[
     SendingState,
@@ -362,7 +365,7 @@ class WebhookAttemptOut(Out):
     event_id: str
     event_type: str
     attempt: int
-    state: Literal["succeeded", "failed", "errored"]
+    state: CallOutcomeField
     http_status: int | None
     error: str
     started_at: Timestamp

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from app.kit.openapi import query_parameter, query_parameters
-from app.mail.campaign_rules import (
+from app.mail.campaigns.campaign_rules import (
     FromEmail,
     Html,
     Preheader,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail import suppression_service
-from app.mail.input import MailInput, validate
+from app.mail.input import MailInput, PagingDep, validate
 from app.mail.schemas import ErrorOut, MessageOut, Page, SuppressionOut, SuppressionsAddedOut
 from app.mail.specs import SuppressionCreate
 
@@ -29,8 +29,8 @@ router = APIRouter(tags=["Suppressions"])
     "by POST /suppressions), oldest first, 100 a page.",
     openapi_extra=EXTENSION,
 )
-def list_suppressions(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    return suppression_service.suppressions_page(session, request, principal)
+def list_suppressions(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    return suppression_service.suppressions_page(session, paging, principal)
 
 
 @router.post(

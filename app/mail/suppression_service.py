@@ -21,13 +21,13 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import ColumnElement, Select, String, delete, exists, literal, select, update
 from sqlalchemy.orm import Session
 
 from app.db import among, upsert
 from app.identity.principal import Principal
 from app.kit.errors import NotFound, ValidationFailed
+from app.kit.pagination import Paging
 from app.kit.time import utcnow
 from app.mail.common import paginate
 from app.mail.schemas import SuppressionOut
@@ -114,10 +114,10 @@ def suppressions_query(account_id: int, search: str = "") -> Select[Suppression]
     return query.order_by(Suppression.id)
 
 
-def suppressions_page(session: Session, request: Request, principal: Principal) -> dict[str, Any]:
+def suppressions_page(session: Session, paging: Paging, principal: Principal) -> dict[str, Any]:
     """GET /suppressions: the account's list, oldest first, a page of 100 (the email API's envelope)."""
     query = suppressions_query(principal.account.id)
-    paged = paginate(session, request, query, SUPPRESSIONS_PER_PAGE)
+    paged = paginate(session, paging, query, SUPPRESSIONS_PER_PAGE)
     return paged.envelope([SuppressionOut.model_validate(row).model_dump() for row in paged.rows])
 
 

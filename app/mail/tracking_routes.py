@@ -34,7 +34,7 @@ from app.kit.body import read_capped
 from app.kit.errors import NotFound
 from app.kit.templates import html_page
 from app.kit.time import utcnow
-from app.mail.bounces import MAX_BODY_BYTES, Report, apply_reports, parse_reports
+from app.mail.bounces.reports import MAX_BODY_BYTES, Report, apply_reports, parse_reports
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import MailTokens
 from app.mail.tracking_service import (

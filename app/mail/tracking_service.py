@@ -13,7 +13,7 @@ from sqlalchemy import Table, Text, bindparam, insert, literal, select, update
 from sqlalchemy.orm import Session
 
 from app.db import TwoWayStatement
-from app.mail.automation_runs import fires_on_campaign_event, on_campaign_event
+from app.mail.automations.automation_runs import fires_on_campaign_event, on_campaign_event
 from app.mail.contact_service import unsubscribe_contacts
 from app.mail.events.emit import (
     OUTBOX_COLUMNS,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail import webhook_service
-from app.mail.input import MailInput, validate
+from app.mail.input import MailInput, PagingDep, validate
 from app.mail.schemas import (
     ErrorOut,
     MessageOut,
@@ -35,8 +35,8 @@ WebhookId = Annotated[str, Path(min_length=1, max_length=64)]
     summary="List webhooks (beyond SendFox)",
     openapi_extra=BEYOND_SENDFOX,
 )
-def get_webhooks(request: Request, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    return webhook_service.webhooks_page(session, request, principal.account.id)
+def get_webhooks(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+    return webhook_service.webhooks_page(session, paging, principal.account.id)
 
 
 @router.post(
@@ -102,7 +102,7 @@ def rotate_webhook_secret(
     openapi_extra=BEYOND_SENDFOX,
 )
 def get_webhook_deliveries(
-    webhook_id: WebhookId, request: Request, session: SessionDep, principal: PaidMailUser
+    webhook_id: WebhookId, paging: PagingDep, session: SessionDep, principal: PaidMailUser
 ) -> dict[str, Any]:
     hook = webhook_service.find_webhook(session, principal.account.id, webhook_id)
-    return webhook_service.attempts_page(session, request, hook)
+    return webhook_service.attempts_page(session, paging, hook)

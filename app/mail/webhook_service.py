@@ -8,12 +8,12 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
 
 from app.kit.errors import NotFound, ValidationFailed
 from app.kit.ids import new_ulid
+from app.kit.pagination import Paging
 from app.kit.time import utcnow
 from app.mail.common import paginate
 from app.mail.events.delivery import message_id
@@ -89,8 +89,8 @@ def _webhooks_of(account_id: int) -> Select[AccountWebhook]:
     return select(AccountWebhook).where(AccountWebhook.account_id == account_id).order_by(AccountWebhook.id)
 
 
-def webhooks_page(session: Session, request: Request, account_id: int) -> dict[str, Any]:
-    paged = paginate(session, request, _webhooks_of(account_id), WEBHOOKS_PER_PAGE)
+def webhooks_page(session: Session, paging: Paging, account_id: int) -> dict[str, Any]:
+    paged = paginate(session, paging, _webhooks_of(account_id), WEBHOOKS_PER_PAGE)
     return paged.envelope([webhook_view(hook) for hook in paged.rows])
 
 
@@ -115,9 +115,9 @@ def delete_webhook(session: Session, hook: AccountWebhook) -> None:
     session.execute(delete(AccountWebhook).where(AccountWebhook.id == hook.id))
 
 
-def attempts_page(session: Session, request: Request, hook: AccountWebhook) -> dict[str, Any]:
+def attempts_page(session: Session, paging: Paging, hook: AccountWebhook) -> dict[str, Any]:
     """The endpoint's delivery log, newest first."""
-    paged = paginate(session, request, _attempts_of(hook), ATTEMPTS_PER_PAGE)
+    paged = paginate(session, paging, _attempts_of(hook), ATTEMPTS_PER_PAGE)
     return paged.envelope([attempt_view(attempt) for attempt in paged.rows])
 
 

@@ -6,9 +6,9 @@ from app.models.base import Base
 from app.models.campaigns import Campaign, CampaignList, Deliverable, LinkClick
 from app.models.contacts import Contact, ContactField, ContactFieldValue, ListMembership
 from app.models.dkim import DKIM_ALGORITHMS, DkimKey
-from app.models.feeds import FEED_KINDS, SOURCE_KINDS, Feed, FeedItem, Source
+from app.models.feeds import Feed, FeedItem, Source, SourceKind
 from app.models.forms import Form, FormList
-from app.models.identity import PLANS, Account, DeviceSession, PersonalToken, User, UserSession
+from app.models.identity import PAID_PLANS, Account, DeviceSession, PersonalToken, Plan, User, UserSession
 from app.models.lists import ContactList
 from app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
 from app.models.provider_tokens import ProviderToken
@@ -16,9 +16,11 @@ from app.models.rejections import BlockedRejection
 from app.models.states import (
     TERMINAL_RUN_STATES,
     ActionKind,
+    BackfillState,
     CampaignState,
     DeliverableState,
     DeliveryState,
+    EventState,
     RunState,
 )
 from app.models.suppressions import SUPPRESSION_REASONS, Suppression
@@ -26,20 +28,14 @@ from app.models.telemetry import TelemetrySetting
 from app.models.watch_runs import WatchActionDelivery, WatchActionRun
 from app.models.watches import Watch, WatchAction, WatchFeed
 from app.models.webhooks import (
-    ATTEMPT_STATES,
-    EVENT_STATES,
     AccountWebhook,
     WebhookAttempt,
     WebhookEvent,
 )
 
 __all__ = [
-    "ATTEMPT_STATES",
     "DKIM_ALGORITHMS",
-    "EVENT_STATES",
-    "FEED_KINDS",
-    "PLANS",
-    "SOURCE_KINDS",
+    "PAID_PLANS",
     "SUPPRESSION_REASONS",
     "TERMINAL_RUN_STATES",
     "TRIGGER_TYPES",
@@ -50,6 +46,7 @@ __all__ = [
     "Automation",
     "AutomationItem",
     "AutomationTrigger",
+    "BackfillState",
     "Base",
     "BlockedRejection",
     "Campaign",
@@ -64,6 +61,7 @@ __all__ = [
     "DeliveryState",
     "DeviceSession",
     "DkimKey",
+    "EventState",
     "Feed",
     "FeedItem",
     "Form",
@@ -74,9 +72,11 @@ __all__ = [
     "OAuthClient",
     "OAuthToken",
     "PersonalToken",
+    "Plan",
     "ProviderToken",
     "RunState",
     "Source",
+    "SourceKind",
     "Suppression",
     "TelemetrySetting",
     "User",

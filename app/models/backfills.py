@@ -10,6 +10,7 @@ from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base
+from app.models.states import ActionKind, BackfillState, StateColumn
 
 
 class ActionBackfill(Base):
@@ -22,8 +23,8 @@ class ActionBackfill(Base):
     target_action_id: Mapped[str] = mapped_column(String(26))
     # The step whose passes were the items; empty when the target heads its chain (the feeds' items).
     source_action_id: Mapped[str] = mapped_column(String(26), default="")
-    kind: Mapped[str] = mapped_column(String(32))
-    state: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[ActionKind] = mapped_column(StateColumn(ActionKind, 32))
+    state: Mapped[BackfillState] = mapped_column(StateColumn(BackfillState, 16))
     replace: Mapped[bool] = mapped_column(default=False)
     occurred_since: Mapped[datetime | None] = mapped_column(default=None)
     occurred_until: Mapped[datetime | None] = mapped_column(default=None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import JSON, ForeignKey, Index, String, Text, UniqueConstraint, text
@@ -10,12 +11,21 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, Timestamped
+from app.models.states import StateColumn
 
 # JSON on SQLite, JSONB on PostgreSQL (smaller, and parsed once on the way in).
 JsonValue = JSON().with_variant(JSONB(), "postgresql")
 
-FEED_KINDS = ("curated",)
-SOURCE_KINDS = ("forum_community", "rss", "board_feed", "board_comment")
+
+class SourceKind(StrEnum):
+    """What a source reads; each kind's connector is `app/feeds/connectors/CONNECTORS[kind]`."""
+
+    FORUM_COMMUNITY = "forum_community"
+    RSS = "rss"
+    BOARD_FEED = "board_feed"
+    BOARD_COMMENT = "board_comment"
+
+
 # The predicate of the failing sources' partial index (the metrics gauge queries it word for word).
 FAILING_SOURCES = "consecutive_failures > 0"
 
@@ -36,6 +46,8 @@ class Feed(Timestamped, Base):
     # The creator, for the record; reads are scoped by account, not by user.
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), default=None)
     name: Mapped[str] = mapped_column(String(200))
+    # A string, not an enum: a feed of a kind Tidings does not make (written by another tool on the same
+    # database) must stay readable, to be refused as `kind_immutable`.
     kind: Mapped[str] = mapped_column(String(32), default="curated")
     is_active: Mapped[bool] = mapped_column(default=True)
     poll_interval_seconds: Mapped[int] = mapped_column(default=300)
@@ -69,7 +81,7 @@ class Source(Timestamped, Base):
     id: Mapped[str] = mapped_column(String(26), primary_key=True)
     account_id: Mapped[int] = mapped_column(ForeignKey("accounts.id", ondelete="CASCADE"))
     feed_id: Mapped[str] = mapped_column(ForeignKey("feeds.id", ondelete="CASCADE"))
-    kind: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[SourceKind] = mapped_column(StateColumn(SourceKind, 32))
     spec: Mapped[dict[str, Any]] = mapped_column(JsonValue)
     # SHA-256 of the canonical spec: a source's identity within its feed (replace-by-diff keys on it).
     spec_hash: Mapped[str] = mapped_column(String(64))

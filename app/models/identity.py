@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from enum import StrEnum
 
 from sqlalchemy import ForeignKey, Index, String, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, Timestamped
+from app.models.states import StateColumn
 
-PLANS = ("free", "lifetime", "empire")
+
+class Plan(StrEnum):
+    """An account's plan: `free` signs in and uses /v1 and `GET /me`; the paid ones the whole email API."""
+
+    FREE = "free"
+    LIFETIME = "lifetime"
+    EMPIRE = "empire"
+
+
+PAID_PLANS = frozenset({Plan.LIFETIME, Plan.EMPIRE})
 
 
 class Account(Timestamped, Base):
     __tablename__ = "accounts"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    plan: Mapped[str] = mapped_column(String(16), default="empire")
+    plan: Mapped[Plan] = mapped_column(StateColumn(Plan, 16), default=Plan.EMPIRE)
     contact_limit: Mapped[int] = mapped_column(default=10000)
     timezone: Mapped[str] = mapped_column(String(64), default="UTC")
     # Sending is refused (403) until this moment; null means no warm-up.

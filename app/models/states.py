@@ -66,6 +66,16 @@ class DeliveryState(StrEnum):
     FAILED = "failed"
 
 
+class EventState(StrEnum):
+    """One event for one account webhook (the events-out queue): `pending` (due at its next attempt) ->
+    (claimed) `sending` under a lease -> `delivered`, `failed` for good, or `pending` again for a retry."""
+
+    PENDING = "pending"
+    SENDING = "sending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
 class ActionKind(StrEnum):
     """What a watch action does; each kind's implementation is `app/watches/actions/ACTIONS[kind]`."""
 
@@ -75,6 +85,12 @@ class ActionKind(StrEnum):
     WEBHOOK = "webhook"
     # Beyond openmagpie: the items become a campaign of the email API (app/watches/actions/email.py).
     EMAIL = "email"
+
+
+class BackfillState(StrEnum):
+    """A backfill (`POST /v1/action-backfills`): the work is done in the request, so it is recorded done."""
+
+    DONE = "done"
 
 
 # States a run rests in for good (a `failed` run only once it has a completion time).

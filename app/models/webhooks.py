@@ -9,14 +9,13 @@ from datetime import datetime
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.kit.call_outcome import CallOutcome
 from app.models.base import Base
 from app.models.feeds import JsonValue
-
-EVENT_STATES = ("pending", "sending", "delivered", "failed")
-ATTEMPT_STATES = ("succeeded", "failed", "errored")
+from app.models.states import EventState, StateColumn
 
 # The partial index's predicate, also written word for word by the claim so the planner can use it.
-PENDING_EVENTS = "state = 'pending'"
+PENDING_EVENTS = f"state = '{EventState.PENDING}'"
 
 # SQLite's rowid only autoincrements as INTEGER PRIMARY KEY; PostgreSQL gets a bigint.
 EventId = BigInteger().with_variant(Integer(), "sqlite")
@@ -63,7 +62,7 @@ class WebhookEvent(Base):
     order_key: Mapped[str] = mapped_column(String(40))
     # The JSON body sent, the same bytes at every attempt.
     body: Mapped[str] = mapped_column(Text)
-    state: Mapped[str] = mapped_column(String(16), default="pending")
+    state: Mapped[EventState] = mapped_column(StateColumn(EventState, 16), default=EventState.PENDING)
     attempts: Mapped[int] = mapped_column(default=0)
     next_attempt_at: Mapped[datetime] = mapped_column()
     # A claimed event's lease: past it, the sweep hands the event back to the queue.
@@ -81,7 +80,7 @@ class WebhookAttempt(Base):
     event_id: Mapped[int] = mapped_column(ForeignKey("webhook_events.id", ondelete="CASCADE"), index=True)
     event_type: Mapped[str] = mapped_column(String(40))
     attempt: Mapped[int] = mapped_column()
-    state: Mapped[str] = mapped_column(String(16))
+    state: Mapped[CallOutcome] = mapped_column(StateColumn(CallOutcome, 16))
     http_status: Mapped[int | None] = mapped_column(default=None)
     error: Mapped[str] = mapped_column(Text, default="")
     started_at: Mapped[datetime] = mapped_column()

@@ -28,6 +28,7 @@ from app.kit.windows import resolve_windows
 from app.models import (
     TERMINAL_RUN_STATES,
     ActionBackfill,
+    BackfillState,
     FeedItem,
     RunState,
     WatchAction,
@@ -36,8 +37,6 @@ from app.models import (
 )
 from app.watches.activity_service import within_windows
 from app.watches.lookup import find_action
-
-DONE = "done"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +167,8 @@ def backfill(
         account_id=account_id,
         target_action_id=target.id,
         source_action_id=source_id,
-        kind=str(target.kind),
-        state=DONE,
+        kind=target.kind,
+        state=BackfillState.DONE,
         replace=replace,
         **_bounds_of(resolved),
         matched=plan.matched,

@@ -87,15 +87,6 @@ def chain_of(session: Session, watch_id: str) -> list[WatchAction]:
     )
 
 
-def chains_of(session: Session, watch_ids: list[str]) -> dict[str, list[WatchAction]]:
-    chains: dict[str, list[WatchAction]] = {watch_id: [] for watch_id in watch_ids}
-    if watch_ids:
-        query = select(WatchAction).where(WatchAction.watch_id.in_(watch_ids)).order_by(WatchAction.rank)
-        for action in session.scalars(query):
-            chains[action.watch_id].append(action)
-    return chains
-
-
 def check_chain(
     items: list[ActionInput], existing: list[WatchAction], *, rules: ActionRules
 ) -> tuple[list[CheckedAction], dict[str, list[str]]]:

@@ -131,9 +131,6 @@ class _Cadence(_Config):
     # to the largest integer a behaviour value takes (its windows then still end before year 9999).
     digest_interval_seconds: Annotated[int, Field(ge=0, le=MAX_INTEGER)] = 0
 
-    def cadence(self) -> str:
-        return f"digest/{self.digest_interval_seconds}s" if self.delivery == "digest" else "instant"
-
 
 class _Delivery(_Cadence):
     include_fields: IncludeFields = []
@@ -205,7 +202,7 @@ class WebhookConfig(_Delivery):
 
 MAX_EMAIL_LISTS = 100
 MAX_EMAIL_TEMPLATE = 200_000
-# The email API's own bounds on a campaign's subject and sender (app/mail/campaign_rules.py).
+# The email API's own bounds on a campaign's subject and sender (app/mail/campaigns/campaign_rules.py).
 MAX_EMAIL_SHORT = 191
 # Without a word on it, an instant email action sends at most one campaign an hour; a digest's window
 # already spaces its campaigns.

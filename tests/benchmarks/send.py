@@ -196,7 +196,7 @@ def compare_pause(args: argparse.Namespace) -> int:
 
 def control_campaign(database_url: str, campaign_id: int, verb: str) -> None:
     """Pause or resume the campaign as the route does: the service, in a transaction of its own."""
-    from app.mail import campaign_control_service
+    from app.mail.campaigns import campaign_control_service
 
     engine = create_db_engine(database_url, pool_size=1)
     try:

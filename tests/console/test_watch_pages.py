@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.identity.principal import principal_of
 from app.kit.ids import new_ulid
-from app.mail.campaign_service import create_campaign
+from app.mail.campaigns.campaign_service import create_campaign
 from app.mail.list_service import make_list
 from app.mail.specs import CampaignCreate
 from app.models import Account, Campaign, FeedItem, User, WatchAction, WatchActionDelivery

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.feeds.specs import FeedInput, FeedPatch, SourceInput
 from app.kit.v1_input import invalid, union_tags, validate
-from app.models import SOURCE_KINDS
+from app.models import SourceKind
 from app.watches.specs import WatchInput
 
 
@@ -17,12 +17,12 @@ def errors_of(model: type, data: object) -> dict[str, list[str]]:
 
 
 def test_the_tags_are_the_models_source_kinds_in_their_declared_order() -> None:
-    assert union_tags(FeedInput) == union_tags(SourceInput) == SOURCE_KINDS
+    assert union_tags(FeedInput) == union_tags(SourceInput) == tuple(SourceKind)
     assert union_tags(FeedPatch) == union_tags(WatchInput) == ()
 
 
 def test_a_missing_or_unknown_kind_names_the_kinds_and_a_member_error_has_no_kind_in_its_path() -> None:
-    kinds = ", ".join(SOURCE_KINDS)
+    kinds = ", ".join(SourceKind)
     assert errors_of(SourceInput, {"spec": {}}) == {
         "spec": [f"A source spec needs a `kind`: one of {kinds}."]
     }

@@ -1,4 +1,4 @@
-"""GET /contacts has one definition (contact_service.ContactsSql and page_reads) and two executors: the
+"""GET /contacts has one definition (contact_listing.ContactsSql and page_reads) and two executors: the
 session one (SQLite, and filtered listings) and the psycopg one on the event loop (PostgreSQL, the
 unfiltered hot path). Both run here over the same committed rows and must give the same pages: every
 filter, deep pages with and without remembered page starts, deleted and restored contacts.
@@ -24,15 +24,15 @@ from app.identity.accounts import create_user
 from app.identity.principal import AccountInfo, Principal, principal_of
 from app.kit.pagination import PageAnchors, PageRequest
 from app.mail import contact_service
-from app.mail.contact_service import (
+from app.mail.contact_listing import (
     CONTACTS_PER_PAGE,
     ContactsListing,
     ContactsPage,
-    ContactWrite,
     contacts_listing,
     read_page_in_session,
     read_page_on_pool,
 )
+from app.mail.contact_service import ContactWrite
 from app.mail.list_service import add_list
 from app.mail.specs import ContactFilter
 from app.models import Account, Contact, User

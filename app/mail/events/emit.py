@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.kit.time import iso_millis
 from app.mail.events.types import EventType
-from app.models import AccountWebhook, Contact, WebhookEvent
+from app.models import AccountWebhook, Contact, EventState, WebhookEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ def outbox_rows(
                 "type": str(event_type),
                 "order_key": order_key,
                 "body": body,
-                "state": "pending",
+                "state": EventState.PENDING,
                 "attempts": 0,
                 "next_attempt_at": now,
                 "created_at": now,

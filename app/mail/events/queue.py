@@ -32,9 +32,11 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, aliased
 
+from app.kit.call_outcome import CallOutcome
 from app.kit.ids import new_ulid
 from app.kit.webhook_call import CallResult
-from app.models import AccountWebhook, WebhookAttempt, WebhookEvent
+from app.models import AccountWebhook, EventState, WebhookAttempt, WebhookEvent
+from app.models.webhooks import PENDING_EVENTS
 
 RETRY_DELAYS = (
     timedelta(seconds=1),
@@ -81,7 +83,7 @@ def _due_events() -> Select[*tuple[Any, ...]]:
         earlier.webhook_id == WebhookEvent.webhook_id,
         earlier.order_key == WebhookEvent.order_key,
         earlier.id < WebhookEvent.id,
-        earlier.state.in_(("pending", "sending")),
+        earlier.state.in_((EventState.PENDING, EventState.SENDING)),
     )
     return (
         select(
@@ -99,7 +101,7 @@ def _due_events() -> Select[*tuple[Any, ...]]:
         .join(AccountWebhook, AccountWebhook.id == WebhookEvent.webhook_id)
         # Word for word the partial index's predicate.
         .where(
-            text("webhook_events.state = 'pending'"),
+            text(f"webhook_events.{PENDING_EVENTS}"),
             WebhookEvent.next_attempt_at <= bindparam("now"),
             ~blocked,
         )
@@ -117,7 +119,7 @@ def claim_events(session: Session, now: datetime, limit: int, lease: timedelta) 
     session.execute(
         update(WebhookEvent)
         .where(WebhookEvent.id.in_([row.id for row in rows]))
-        .values(state="sending", attempts=WebhookEvent.attempts + 1, lease_until=now + lease)
+        .values(state=EventState.SENDING, attempts=WebhookEvent.attempts + 1, lease_until=now + lease)
         .execution_options(synchronize_session=False)
     )
     return [
@@ -145,12 +147,16 @@ def _signing_secrets(
 
 def _next_state(attempted: Attempted, now: datetime) -> dict[str, object]:
     event, state = attempted.event, attempted.result.state
-    if state == "succeeded":
-        return {"state": "delivered", "next_attempt_at": now, "completed_at": now}
+    if state == CallOutcome.SUCCEEDED:
+        return {"state": EventState.DELIVERED, "next_attempt_at": now, "completed_at": now}
     retry_at = now + RETRY_DELAYS[min(event.attempt, len(RETRY_DELAYS)) - 1]
-    if state == "errored" or event.attempt >= MAX_ATTEMPTS or retry_at - event.created_at > GIVE_UP_AFTER:
-        return {"state": "failed", "next_attempt_at": now, "completed_at": now}
-    return {"state": "pending", "next_attempt_at": retry_at, "completed_at": None}
+    if (
+        state == CallOutcome.ERRORED
+        or event.attempt >= MAX_ATTEMPTS
+        or retry_at - event.created_at > GIVE_UP_AFTER
+    ):
+        return {"state": EventState.FAILED, "next_attempt_at": now, "completed_at": now}
+    return {"state": EventState.PENDING, "next_attempt_at": retry_at, "completed_at": None}
 
 
 def record_attempts(session: Session, attempts: Sequence[Attempted], now: datetime) -> None:
@@ -226,7 +232,11 @@ def _settle_statement(*, postgres: bool) -> Update:
         )
         return (
             update(table)
-            .where(table.c.id == rows.c.id, table.c.state == "sending", table.c.attempts == rows.c.attempt)
+            .where(
+                table.c.id == rows.c.id,
+                table.c.state == EventState.SENDING,
+                table.c.attempts == rows.c.attempt,
+            )
             .values(
                 state=rows.c.state,
                 next_attempt_at=rows.c.retry_at,
@@ -238,7 +248,7 @@ def _settle_statement(*, postgres: bool) -> Update:
         update(table)
         .where(
             table.c.id == bindparam("event_id"),
-            table.c.state == "sending",
+            table.c.state == EventState.SENDING,
             table.c.attempts == bindparam("attempt"),
         )
         .values(
@@ -254,8 +264,8 @@ def take_back_stale(session: Session, now: datetime) -> int:
     """Events a worker claimed and never recorded (it died) go back to the queue, due now."""
     result = session.execute(
         update(WebhookEvent)
-        .where(WebhookEvent.state == "sending", WebhookEvent.lease_until < now)
-        .values(state="pending", lease_until=None, next_attempt_at=now)
+        .where(WebhookEvent.state == EventState.SENDING, WebhookEvent.lease_until < now)
+        .values(state=EventState.PENDING, lease_until=None, next_attempt_at=now)
         .execution_options(synchronize_session=False)
     )
     return int(getattr(result, "rowcount", 0) or 0)

@@ -40,7 +40,7 @@ from sqlalchemy.sql.dml import Update
 from app.db import among, skip_locked, upsert
 from app.identity.accounts import daily_cap
 from app.kit.time import account_zone, local_day, start_of_next_day
-from app.mail.blocked import Refusal, attempted_at, blocked_by_domain, record_blocked
+from app.mail.bounces.blocked import Refusal, attempted_at, blocked_by_domain, record_blocked
 from app.mail.suppression_service import not_suppressed, suppress_contacts
 from app.models import (
     Account,
@@ -640,7 +640,7 @@ class BounceRule:
     complaint_rate: float = 0.001
     complaint_min_sent: int = 1000
     # ... or once more than `blocked_rate` of its attempted emails to one receiving domain were refused
-    # as `blocked` (the sender's problem, app/mail/blocked.py), at least `blocked_min` of them.
+    # as `blocked` (the sender's problem, app/mail/bounces/blocked.py), at least `blocked_min` of them.
     blocked_rate: float = 0.1
     blocked_min: int = 10
 

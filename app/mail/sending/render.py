@@ -317,7 +317,7 @@ def render(
 ) -> Rendered:
     """The email for one recipient. With a bounce domain (TIDINGS_BOUNCE_DOMAIN), its envelope sender
     is the VERP address `bounces+<signed deliverable id>@<bounce domain>`, so a bounce names the email it
-    is about (app/mail/bounce_mailbox.py); without one, the campaign's from address."""
+    is about (app/mail/bounces/bounce_mailbox.py); without one, the campaign's from address."""
     deliverable_id = recipient.deliverable_id
     values = _values(recipient)
     unsubscribe_url = f"{base_url}/u/{tokens.unsubscribe_token(deliverable_id)}"

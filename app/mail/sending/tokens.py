@@ -163,10 +163,6 @@ class MailTokens:
     def confirm_token(self, signup: Signup) -> str:
         return self._confirm.dumps([signup.form_id, signup.email, signup.first_name, signup.last_name])
 
-    def read_confirm(self, token: str) -> Signup | None:
-        found = self.read_confirm_issued(token)
-        return found[0] if found is not None else None
-
     def read_confirm_issued(self, token: str) -> tuple[Signup, datetime] | None:
         """The sign-up and when its token was made (whole seconds, UTC): a confirmation must not undo
         an unsubscribe that came after the link was sent."""

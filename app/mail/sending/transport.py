@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from app.mail.bounce_classes import classify
+from app.mail.bounces.bounce_classes import classify
 from app.mail.sending.smtp import (
     SMTP_TIMEOUT_SECONDS,
     SmtpConnection,

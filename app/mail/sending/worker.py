@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 from app.db import transaction
 from app.kit.time import utcnow
-from app.mail.campaign_check import SigningPolicy, from_domain, note_send_warning, unsigned_sentence
-from app.mail.campaign_control_service import cancel_returned
+from app.mail.campaigns.campaign_check import SigningPolicy, from_domain, note_send_warning, unsigned_sentence
+from app.mail.campaigns.campaign_control_service import cancel_returned
 from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.holds import HeldCampaigns, held_campaign_ids
 from app.mail.sending.progress import CampaignProgress

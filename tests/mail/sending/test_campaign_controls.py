@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from time_machine import TimeMachineFixture
 
 from app.kit.time import utcnow
-from app.mail.campaign_control_service import cancel_returned, controlled_campaign, pause_campaign
+from app.mail.campaigns.campaign_control_service import cancel_returned, controlled_campaign, pause_campaign
 from app.mail.sending.holds import HeldCampaigns
 from app.models import Deliverable, DeliverableState, WebhookEvent
 from tests.conftest import ApiUser

@@ -25,7 +25,7 @@ from app.main import create_app
 from app.models import ProviderToken
 from app.openapi_docs import mail_openapi
 from tests.conftest import ApiUser
-from tests.mail.providers.samples import (
+from tests.mail.bounces.providers.samples import (
     TOPIC,
     SendGridSigner,
     SnsSigner,

@@ -17,12 +17,12 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.kit.time import utcnow
-from app.mail.arf import complaint_report
+from app.mail.bounces.arf import complaint_report
 from app.mail.sending.queue import BounceRule, stop_bouncing_campaigns
 from app.models import Campaign, Contact, Deliverable, Suppression
 from tests.conftest import ApiUser
 from tests.factories import add_campaign, add_contacts, create_list
-from tests.mail.arf_samples import yahoo_style
+from tests.mail.bounces.arf_samples import yahoo_style
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
 from tests.mail.sending.emails import deliverables_of, stats_of
 from tests.mail.sending.test_automation_runs import automation
