@@ -144,6 +144,8 @@ class CompiledCampaign:
     fixed_link_urls: tuple[str | None, ...]
     # Headers the same for every email of the campaign (List-Id, Feedback-ID): campaign_headers.
     campaign_headers: tuple[str, ...] = ()
+    # The From address's domain, lowercased: the relay to use may depend on it (transport.py).
+    from_domain: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +234,7 @@ def compile_campaign(
             None if any(isinstance(p, Tag) for p in link) else _join_url(link, {}) for link in links
         ),
         campaign_headers=headers,
+        from_domain=_ascii_domain(from_email).rpartition("@")[2].lower(),
     )
 
 
