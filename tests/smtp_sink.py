@@ -72,6 +72,8 @@ class SmtpSink:
     throttle_accepted: deque[float] = field(default_factory=deque)
     # When each throttle reply was given (time.monotonic()).
     throttle_refused: list[float] = field(default_factory=list)
+    # (time.monotonic(), recipient) of each accepted message, when a test or benchmark wants rates.
+    arrivals: list[tuple[float, str]] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -139,6 +141,8 @@ class SmtpSink:
         content = envelope.original_content or b""
         with self.lock:
             self.received.append(Received(str(envelope.mail_from), list(envelope.rcpt_tos), content))
+            if self.arrivals is not None:
+                self.arrivals.extend((time.monotonic(), r) for r in envelope.rcpt_tos)
         return "250 Message accepted"
 
 
