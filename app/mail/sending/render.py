@@ -265,7 +265,8 @@ def render(
     subject = compiled.subject_template.fill(values, link_urls, slots, None)
     host = _host_of(base_url)
     mailto = _unsubscribe_mailto(tokens, deliverable_id, bounce_domain)
-    message_id = f"<{deliverable_id}.{compiled.campaign_id}.{secrets.token_hex(4)}@{host}>"
+    # Under the From domain (what receivers expect of a sender's own mail); opaque (tokens.py).
+    message_id = f"<{tokens.message_id_token(deliverable_id)}@{compiled.from_domain or host}>"
     to_email = _ascii_domain(recipient.email)
     name = " ".join(part for part in (recipient.first_name, recipient.last_name) if part)
     headers = [
