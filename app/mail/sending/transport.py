@@ -324,10 +324,9 @@ class SmtpTransport:
             throttled.throttled(now, started)
             delay = throttled.defer(now) - now
             raise Deferred(f"{exc} (deferred {delay:.0f} s)", delay) from exc
-        except TemporaryFailure:
-            self.refusals += 1
-            raise
-        except PermanentFailure:
+        except RelayUnreachable:
+            raise  # counted as a connection failure (_connect)
+        except (TemporaryFailure, PermanentFailure):
             self.refusals += 1
             raise
         now = loop.time()
