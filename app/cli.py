@@ -225,18 +225,18 @@ def warn_if_relay_unreachable(settings: Settings) -> None:
     would wait in the queue, retried, with nothing else to say why."""
     if not settings.smtp_url:
         return
-    from app.mail.sending.transport import SmtpRelay, relay_problem
+    from app.mail.sending.transport import parse_relays, relay_problem
 
-    relay = SmtpRelay.from_url(settings.smtp_url)
-    problem = relay_problem(relay)
-    if problem is not None:
-        logging.getLogger("tidings.sending").warning(
-            "the SMTP relay %s:%s (TIDINGS_SMTP_URL) does not answer: %s; emails wait in the queue and "
-            "are retried until it does",
-            relay.hostname,
-            relay.port,
-            problem,
-        )
+    for relay in parse_relays(settings.smtp_url):
+        problem = relay_problem(relay)
+        if problem is not None:
+            logging.getLogger("tidings.sending").warning(
+                "the SMTP relay %s:%s (TIDINGS_SMTP_URL) does not answer: %s; emails wait in the queue and "
+                "are retried until it does",
+                relay.hostname,
+                relay.port,
+                problem,
+            )
 
 
 def echo_banner(settings: Settings, *, base_url_is_set: bool) -> None:

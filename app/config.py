@@ -140,6 +140,9 @@ class Settings(BaseSettings):
     # What the SMTP client says in EHLO; empty: the host of TIDINGS_BASE_URL when that is set, else the
     # machine's name (receivers score `localhost` and names that resolve to nothing).
     smtp_helo_name: str = ""
+    # After a throttle reply (a relay's or receiver's "slow down"), a relay or receiving domain pauses
+    # this long, then goes at half the rate it was accepted at over such a span (pace.py).
+    smtp_throttle_window: Annotated[float, Field(gt=0, le=86400)] = 60.0
     # The bounce mailbox (docs/deliverability.md): with a domain, every email's envelope sender is
     # `bounces+<signed deliverable token>@<domain>`, and DSNs to it reach `tidings bounces ingest` or the
     # IMAP mailbox the worker polls (imaps://user:pass@host:993/INBOX) every bounce_imap_interval seconds.
@@ -256,10 +259,10 @@ class Settings(BaseSettings):
     @field_validator("smtp_url")
     @classmethod
     def _smtp_url_parses(cls, value: str) -> str:
-        from app.mail.sending.transport import SmtpRelay  # here: the transport reads these settings
+        from app.mail.sending.transport import parse_relays  # here: the transport reads these settings
 
         if value:
-            SmtpRelay.from_url(value)
+            parse_relays(value)
         return value
 
     @field_validator("redis_url")

@@ -20,6 +20,7 @@ from app.config import Settings
 from app.db import create_db_engine, is_sqlite_url
 from app.identity.accounts import create_user
 from app.identity.tokens import create_personal_token
+from app.mail.dns_records import DnsUnreachable
 from app.main import create_app
 from app.migrate import upgrade_to_head
 from tests.smtp_sink import smtp_sink  # noqa: F401 (a fixture every test folder may use)
@@ -143,9 +144,17 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
     )
 
 
+async def no_dns(name: str) -> list[str]:
+    """The tests' resolver: DNS never answers (no lookup leaves the machine); a test that wants
+    answers puts a fake of its own in `app.state.txt_resolver`."""
+    raise DnsUnreachable("the tests do not look DNS up")
+
+
 @pytest.fixture
 def app(settings: Settings, session_factory: sessionmaker[Session]) -> Any:
-    return create_app(settings=settings, session_factory=session_factory)
+    app = create_app(settings=settings, session_factory=session_factory)
+    app.state.txt_resolver = no_dns
+    return app
 
 
 @pytest.fixture

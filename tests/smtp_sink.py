@@ -7,6 +7,8 @@ import email
 import email.policy
 import socket
 import threading
+import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -62,6 +64,16 @@ class SmtpSink:
     # `holding` is cleared: emails stay on the wire (a relay that went slow) while a test looks.
     hold_after: int | None = None
     holding: bool = True
+    # A receiver that throttles one domain, as Gmail does: past `throttle_limit` recipients of
+    # `throttle_domain` accepted in `throttle_window` seconds, RCPT answers `421 4.7.28`.
+    throttle_domain: str | None = None
+    throttle_limit: int = 60
+    throttle_window: float = 60.0
+    throttle_accepted: deque[float] = field(default_factory=deque)
+    # When each throttle reply was given (time.monotonic()).
+    throttle_refused: list[float] = field(default_factory=list)
+    # (time.monotonic(), recipient) of each accepted message, when a test or benchmark wants rates.
+    arrivals: list[tuple[float, str]] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -100,11 +112,24 @@ class SmtpSink:
     async def handle_RCPT(
         self, server: SMTPProtocol, session: Session, envelope: Envelope, address: str, options: list[str]
     ) -> str:
-        answer = self.refuse.get(address)
+        answer = self.refuse.get(address) or self._throttle(address)
         if answer:
             return answer
         envelope.rcpt_tos.append(address)
         return "250 OK"
+
+    def _throttle(self, address: str) -> str | None:
+        if self.throttle_domain is None or address.rpartition("@")[2].lower() != self.throttle_domain:
+            return None
+        now = time.monotonic()
+        accepted = self.throttle_accepted
+        while accepted and accepted[0] <= now - self.throttle_window:
+            accepted.popleft()
+        if len(accepted) >= self.throttle_limit:
+            self.throttle_refused.append(now)
+            return "421 4.7.28 Unusual rate of unsolicited mail from your IP address; try again later"
+        accepted.append(now)
+        return None
 
     async def handle_DATA(self, server: SMTPProtocol, session: Session, envelope: Envelope) -> str:
         if self.hold_after is not None and len(self.received) >= self.hold_after:
@@ -116,6 +141,8 @@ class SmtpSink:
         content = envelope.original_content or b""
         with self.lock:
             self.received.append(Received(str(envelope.mail_from), list(envelope.rcpt_tos), content))
+            if self.arrivals is not None:
+                self.arrivals.extend((time.monotonic(), r) for r in envelope.rcpt_tos)
         return "250 Message accepted"
 
 

@@ -32,7 +32,11 @@ class MailJobs(JobSet):
     def __init__(self, settings: Settings, session_factory: sessionmaker[Session]) -> None:
         self.settings = settings
         self.transport = make_transport(
-            settings.smtp_url, settings.outbox_path, settings.send_concurrency, settings.ehlo_name
+            settings.smtp_url,
+            settings.outbox_path,
+            settings.send_concurrency,
+            settings.ehlo_name,
+            settings.smtp_throttle_window,
         )
         log.info("email goes to %s", describe_transport(self.transport))
         self.worker = SendWorker(

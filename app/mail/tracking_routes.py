@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from functools import cache
 from string import printable
 from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
@@ -36,7 +35,7 @@ from app.kit.templates import html_page
 from app.kit.time import utcnow
 from app.mail.bounces.reports import MAX_BODY_BYTES, Report, apply_reports, parse_reports
 from app.mail.sending.queue import BounceRule
-from app.mail.sending.tokens import MailTokens
+from app.mail.sending.tokens import MailTokens, mail_tokens
 from app.mail.tracking_service import (
     Sender,
     record_click,
@@ -63,11 +62,6 @@ PAGE_HEADERS = {
 _LOCATION_SAFE = "".join(c for c in printable if c not in " \t\n\r\x0b\x0c")
 
 router = APIRouter(include_in_schema=False)
-
-
-@cache
-def mail_tokens(secret_key: str) -> MailTokens:
-    return MailTokens(secret_key)
 
 
 def tokens_of(request: Request) -> MailTokens:
@@ -165,5 +159,5 @@ def bounce_webhook(
     settings: SettingsDep, session: SessionDep, reports: Annotated[list[Report], Depends(bounce_reports)]
 ) -> dict[str, int]:
     rule = BounceRule.from_settings(settings)
-    applied = apply_reports(session, reports, utcnow(), rule)
+    applied = apply_reports(session, reports, utcnow(), rule, mail_tokens(settings.resolved_secret_key))
     return {"processed": applied.processed, "ignored": applied.ignored}

@@ -8,6 +8,7 @@ since shared machines are noisy. Run from the repository root:
     python3 tests/benchmarks/send.py --dkim rsa                # the campaign's domain has a DKIM key
     python3 tests/benchmarks/send.py --dkim-compare            # without a key, then with one: the cost
     python3 tests/benchmarks/send.py --pause-at 0.3            # unpaused, then paused at 30% and resumed
+    python3 tests/benchmarks/send.py --throttled-domain --recipients 6000   # see throttled.py
 
 What it does:
   1. Drops and recreates the public schema of the database (default `bench_send`), migrates to head.
@@ -114,6 +115,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--pause-at", type=float, default=0.0, help="pause at this fraction of the campaign, then resume"
     )
+    parser.add_argument(
+        "--throttled-domain",
+        action="store_true",
+        help="an aiosmtpd receiver throttling one domain at 60 a minute (throttled.py), without and with",
+    )
+    parser.add_argument("--throttled", type=int, default=150, help="recipients at the throttled domain")
     parser.add_argument("--pause-seconds", type=float, default=3.0, help="how long the campaign stays paused")
     parser.add_argument("--timeout", type=float, default=3600, help="give up after this many seconds")
     parser.add_argument("--log-dir", type=Path, help="keep the workers' logs in this folder")
@@ -141,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, interrupt)
     if args.pause_at:
         return compare_pause(args)
+    if args.throttled_domain:
+        from throttled import compare as compare_throttled
+
+        print(json.dumps(compare_throttled(args)), flush=True)
+        return 0
     if not args.dkim_compare:
         print(json.dumps(run(args)), flush=True)
         return 0

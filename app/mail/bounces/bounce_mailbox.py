@@ -9,7 +9,7 @@ Tidings through `tidings bounces ingest` (a Postfix pipe transport) or the IMAP 
 - Which email: the deliverable named by a VERP address we signed, found in the envelope recipient given
   by the MTA, else the DSN's Delivered-To, X-Original-To, Envelope-To, To or Return-Path, else the
   returned original message's headers; failing all of those, the deliverable whose Message-ID the
-  returned original message carries (render.py makes it `<deliverable.campaign.random@host>`, and the
+  returned original message carries (render.py makes it `<opaque token@From domain>`, tokens.py, and the
   whole id must equal the one recorded). A DSN naming neither is ignored: the recipient address alone is
   not trusted, or anyone could mark any subscriber bounced by mailing the bounce address.
 - What happened, whatever the wording: the `Status` and `Diagnostic-Code` of the message/delivery-status
@@ -56,7 +56,7 @@ from sqlalchemy.orm import Session
 
 from app.mail.bounces.arf import complaint_report
 from app.mail.bounces.bounce_classes import BounceClass, classify, enhanced_status
-from app.mail.bounces.reports import MAX_ROW_ID, MESSAGE_ID, Report, apply_reports
+from app.mail.bounces.reports import Report, apply_reports, deliverable_id_of
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.render import UNSUBSCRIBE_PREFIX, VERP_PREFIX
 from app.mail.sending.tokens import MailTokens
@@ -188,7 +188,7 @@ def ingest_message(
             dsn = Dsn("complaint", None, dsn.verp_deliverable_id, complaint.message_id)
     elif dsn.kind not in (*BOUNCE_KINDS, "unsubscribe"):
         return Ingested(dsn.kind, dsn.status, None, applied=False)
-    found = _deliverable(session, dsn)
+    found = _deliverable(session, dsn, tokens)
     if found is None:
         return Ingested(dsn.kind, dsn.status, None, applied=False)
     deliverable_id, email_key, message_id = found
@@ -198,17 +198,15 @@ def ingest_message(
         report = Report(
             type="bounce", email=email_key, message_id=message_id, bounce_type=dsn.kind
         ).model_copy(update={"diagnostic": dsn.diagnostic})
-    applied = apply_reports(session, [report], now, rule)
+    applied = apply_reports(session, [report], now, rule, tokens)
     return Ingested(dsn.kind, dsn.status, deliverable_id, applied=applied.processed == 1)
 
 
-def _deliverable(session: Session, dsn: Dsn) -> tuple[int, str, str | None] | None:
+def _deliverable(session: Session, dsn: Dsn, tokens: MailTokens) -> tuple[int, str, str | None] | None:
     """(id, recipient's email key, Message-ID) of the deliverable the DSN is about, or None."""
     by_message_id = None
     if dsn.verp_deliverable_id is None and dsn.message_id:
-        match = MESSAGE_ID.fullmatch(dsn.message_id)
-        if match is not None and int(match.group(1)) <= MAX_ROW_ID:
-            by_message_id = int(match.group(1))
+        by_message_id = deliverable_id_of(dsn.message_id, tokens)
     wanted = dsn.verp_deliverable_id or by_message_id
     if wanted is None:
         return None

@@ -24,6 +24,7 @@ from app.mail.bounces.providers import Events, apply_events, mailgun, postmark, 
 from app.mail.bounces.reports import MAX_BODY_BYTES
 from app.mail.schemas import ErrorOut, WebhookAnswer
 from app.mail.sending.queue import BounceRule
+from app.mail.sending.tokens import mail_tokens
 from app.state import SettingsDep, app_state
 
 router = APIRouter(tags=["Provider webhooks"])
@@ -86,7 +87,7 @@ async def mailgun_events(request: Request) -> Events:
 
 def _apply(settings: Settings, session: Session, events: Events) -> WebhookAnswer:
     rule = BounceRule.from_settings(settings)
-    answer = apply_events(session, events, utcnow(), rule)
+    answer = apply_events(session, events, utcnow(), rule, mail_tokens(settings.resolved_secret_key))
     return WebhookAnswer(processed=answer.processed, ignored=answer.ignored)
 
 

@@ -9,7 +9,7 @@ What the relay is to send (SendFox's documents have no such route; docs/email-ap
 - Body: JSON, one report object or an array of at most 1000 of them (at most 2 MiB):
 
   ```json
-  {"type": "bounce", "email": "ann@example.com", "message_id": "<12.3.9f2c41aa@mail.example.com>",
+  {"type": "bounce", "email": "ann@example.com", "message_id": "<0f3a...91c2@example.com>",
    "bounce_type": "hard"}
   ```
 
@@ -62,13 +62,17 @@ from app.mail.events.emit import ContactEvent, emit_per_account
 from app.mail.events.types import EventType
 from app.mail.input import laravel_errors
 from app.mail.sending.queue import BounceRule, stop_bouncing_campaigns
+from app.mail.sending.tokens import MailTokens
 from app.mail.suppression_service import suppress_contacts
 from app.models import Contact, Deliverable, DeliverableState
 
 MAX_REPORTS = 1000
 MAX_BODY_BYTES = 2 * 1024 * 1024
 # What render.py writes: <{deliverable_id}.{campaign_id}.{random hex}@{host}>. Ids are 32-bit.
-MESSAGE_ID = re.compile(r"<?([1-9][0-9]{0,9})\.[1-9][0-9]{0,9}\.[0-9a-f]+@[^<>\s]+>?")
+# The Message-ID Tidings writes, `<token@from domain>` (MailTokens.message_id_token), and the one it
+# wrote before, `<deliverable.campaign.random@host>`, which reports about older email still name.
+MESSAGE_ID = re.compile(r"<?([0-9a-fA-F]{32})@[^<>\s]+>?")
+LEGACY_MESSAGE_ID = re.compile(r"<?([1-9][0-9]{0,9})\.[1-9][0-9]{0,9}\.[0-9a-f]+@[^<>\s]+>?")
 MAX_ROW_ID = 2**31 - 1
 
 
@@ -140,9 +144,12 @@ class Applied:
     ignored: int
 
 
-def apply_reports(session: Session, reports: Sequence[Report], now: datetime, rule: BounceRule) -> Applied:
-    """Apply the reports in a fixed number of statements, whatever their number."""
-    targets = _find_targets(session, reports)
+def apply_reports(
+    session: Session, reports: Sequence[Report], now: datetime, rule: BounceRule, tokens: MailTokens
+) -> Applied:
+    """Apply the reports in a fixed number of statements, whatever their number (`tokens` read the
+    reports' Message-IDs)."""
+    targets = _find_targets(session, reports, tokens)
     found = [(r, t) for r, t in zip(reports, targets, strict=True) if t is not None]
     bounces = [(r, t) for r, t in found if r.type == "bounce"]
     hard = [t for r, t in bounces if r.bounce_class() == "hard"]
@@ -212,11 +219,11 @@ def _tell(session: Session, event_type: EventType, stamped: list[Any], now: date
     emit_per_account(session, event_type, events, now)
 
 
-def _find_targets(session: Session, reports: Sequence[Report]) -> list[Target | None]:
+def _find_targets(session: Session, reports: Sequence[Report], tokens: MailTokens) -> list[Target | None]:
     """The deliverable each report is about (None when there is none): by message_id, else by email."""
     wanted: dict[int, str] = {}
     for report in reports:
-        deliverable_id = _deliverable_id_of(report.message_id)
+        deliverable_id = deliverable_id_of(report.message_id, tokens)
         if deliverable_id is not None:
             wanted[deliverable_id] = report.message_id or ""
     by_id: dict[int, tuple[Target, str, str | None]] = {}
@@ -236,7 +243,7 @@ def _find_targets(session: Session, reports: Sequence[Report]) -> list[Target | 
     targets: list[Target | None] = []
     unresolved: set[str] = set()
     for report in reports:
-        found = by_id.get(_deliverable_id_of(report.message_id) or 0)
+        found = by_id.get(deliverable_id_of(report.message_id, tokens) or 0)
         if (
             found is not None
             and found[1] == report.email.lower()
@@ -280,11 +287,18 @@ def _latest_sent_to(session: Session, email_keys: set[str]) -> dict[str, Target]
     }
 
 
-def _deliverable_id_of(message_id: str | None) -> int | None:
-    match = MESSAGE_ID.fullmatch(message_id) if message_id else None
-    if match is None:
+def deliverable_id_of(message_id: str | None, tokens: MailTokens) -> int | None:
+    """The deliverable a Message-ID of ours names (then still to be matched whole against the one
+    recorded when it was sent), else None."""
+    if not message_id:
         return None
-    deliverable_id = int(match.group(1))
+    match = MESSAGE_ID.fullmatch(message_id)
+    if match is not None:
+        return tokens.read_message_id_token(match.group(1))
+    legacy = LEGACY_MESSAGE_ID.fullmatch(message_id)
+    if legacy is None:
+        return None
+    deliverable_id = int(legacy.group(1))
     return deliverable_id if deliverable_id <= MAX_ROW_ID else None
 
 

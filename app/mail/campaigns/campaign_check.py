@@ -10,13 +10,26 @@ code, a severity and a sentence; `error` findings block the send, `warning` ones
 - `merge_tag_unknown` (warning): a merge tag without fallback that no field of the account fills.
 - `image_alt_missing` (warning): an image without an alt attribute (alt="" marks a decorative one).
 
+When DNS answers (within DNS_CHECK_SECONDS, through the resolver the caller passes), the check also
+reads the From domain's records (dns_records.py), all warnings:
+
+- `spf_missing`, `dmarc_missing`: the domain publishes no SPF (`v=spf1`) or DMARC (`v=DMARC1`) record.
+- `dkim_record_missing`, `dkim_record_different`: a key of the domain's is not in DNS under its selector,
+  or a different one is (its signatures then fail).
+- `spf_not_aligned`: the envelope sender's domain (TIDINGS_BOUNCE_DOMAIN) does not align with the From
+  domain (relaxed: sharing the parent domain; strict, when DMARC says `aspf=s`: equal), so SPF cannot
+  pass DMARC and DKIM alone carries it. Without a bounce domain the envelope sender is the From address.
+
+Those run for the check only, not at send: a send never waits on DNS, and DNS that does not answer says
+nothing about the records. DKIM alignment needs no lookup: Tidings signs with `d=` the From domain.
+
 Every email carries an unsubscribe link (render.py adds a footer when `{{ unsubscribe_url }}` is absent)
-and a plain-text part made from the html, so neither can be missing. DNS (published SPF, DKIM and DMARC
-records) is not looked up here: docs/deliverability.md says how to check them.
+and a plain-text part made from the html, so neither can be missing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -26,7 +39,8 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.kit.errors import ValidationFailed
+from app.kit.errors import DomainError, ValidationFailed
+from app.mail.dns_records import DnsRecord, DnsUnreachable, TxtResolver, check_records, records_for
 from app.mail.sending.render import HREF, MERGE_TAG, STANDARD_FIELDS, UNSUBSCRIBE_TAG, html_to_text
 from app.models import Campaign, ContactField, DkimKey
 
@@ -39,6 +53,9 @@ ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORE
 URL_IN_TEXT = re.compile(r"\(?\b[a-z][a-z0-9+.-]*:\S+\)?", re.IGNORECASE)
 # What to look at in at most this many links and images (a huge html is already a finding of its own).
 MAX_ITEMS = 1000
+# The check's DNS lookups get this long, all together: it answers without them rather than late.
+DNS_CHECK_SECONDS = 2.0
+STRICT_SPF = re.compile(r"(?:^|;)\s*aspf\s*=\s*s\s*(?:;|$)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,3 +233,73 @@ def _images(html: str) -> list[Finding]:
 def _has_alt(tag: str) -> bool:
     # alt="" is a deliberate choice (a spacer, a decorative image), not a missing text.
     return ALT.search(tag) is not None
+
+
+def published_records(session: Session, from_email: str) -> list[DnsRecord]:
+    """The records the From domain should publish (SPF first, its DKIM keys', DMARC); none for a From
+    that names no usable domain."""
+    try:
+        return records_for(session, from_domain(from_email))
+    except DomainError:
+        return []
+
+
+async def dns_findings(records: list[DnsRecord], bounce_domain: str, resolve: TxtResolver) -> list[Finding]:
+    """What DNS says of `records` (published_records), or nothing when it does not answer in time."""
+    if not records:
+        return []
+    try:
+        checks = await asyncio.wait_for(check_records(records, resolve), DNS_CHECK_SECONDS)
+    except (DnsUnreachable, TimeoutError):
+        return []
+    domain = records[0].name
+    findings = []
+    strict_spf = False
+    for check in checks:
+        record, state = check.record, check.state
+        if record.kind == "dmarc" and state != "missing":
+            strict_spf = any(STRICT_SPF.search(text) for text in check.found)
+        if state == "published":
+            continue
+        if record.kind == "spf":
+            sentence = f"{domain} publishes no SPF record: add the TXT record `v=spf1 include:<relay> -all`."
+            findings.append(Finding("spf_missing", "warning", sentence))
+        elif record.kind == "dmarc":
+            sentence = (
+                f"{domain} publishes no DMARC record (TXT at _dmarc.{domain}): Gmail and Yahoo require one "
+                f"of bulk senders; start with `v=DMARC1; p=none; rua=mailto:dmarc-reports@{domain}`."
+            )
+            findings.append(Finding("dmarc_missing", "warning", sentence))
+        elif state == "missing":
+            sentence = f"The DKIM record {record.name} is not published: signatures with its key fail."
+            findings.append(Finding("dkim_record_missing", "warning", sentence))
+        else:
+            sentence = (
+                f"The DKIM record at {record.name} is not the key's (`tidings dkim show --domain {domain}` "
+                "prints the right one): signatures with the key fail."
+            )
+            findings.append(Finding("dkim_record_different", "warning", sentence))
+    if bounce_domain and not spf_aligned(bounce_domain.lower(), domain, strict=strict_spf):
+        sentence = (
+            f"The envelope sender's domain {bounce_domain} (TIDINGS_BOUNCE_DOMAIN) does not align with "
+            f"{domain}{' under its DMARC record (aspf=s)' if strict_spf else ''}: SPF cannot pass DMARC, "
+            "so DKIM alone carries it. Use a subdomain of the From domain as the bounce domain."
+        )
+        findings.append(Finding("spf_not_aligned", "warning", sentence))
+    return findings
+
+
+def spf_aligned(envelope_domain: str, domain: str, *, strict: bool) -> bool:
+    """DMARC's SPF alignment of the envelope sender's domain with the From domain. Relaxed alignment
+    compares organizational domains; without the public suffix list, a domain's is taken as itself
+    less its first label when it has three or more (news.example.com and bounces.example.com align;
+    example.co.uk is misjudged as its own organization's parent, a warning too few at worst)."""
+    if strict:
+        return envelope_domain == domain
+
+    def organization(name: str) -> str:
+        labels = name.split(".")
+        return ".".join(labels[1:]) if len(labels) >= 3 else name
+
+    mine, theirs = organization(envelope_domain), organization(domain)
+    return mine == theirs or mine.endswith("." + theirs) or theirs.endswith("." + mine)

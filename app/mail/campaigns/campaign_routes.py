@@ -21,6 +21,7 @@ from app.mail.campaigns import (
 )
 from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.campaigns.campaign_preview_service import mail_context_of
+from app.mail.dns_records import DnsRecord
 from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.schemas import (
     CampaignCheckOut,
@@ -135,13 +136,19 @@ def send_campaign(
     summary="Check a campaign before sending: DKIM, links, size, text part, merge tags, alt text",
     responses={404: {"model": ErrorOut}},
 )
-def check_campaign(
-    id: RowId, session: SessionDep, principal: PaidMailUser, settings: SettingsDep
+async def check_campaign(
+    id: RowId, session: SessionDep, principal: PaidMailUser, settings: SettingsDep, request: Request
 ) -> dict[str, Any]:
-    campaign = campaign_service.any_campaign(session, id, principal.account.id)
-    findings = campaign_check.check_campaign(
-        session, principal.account.id, campaign, SigningPolicy.from_settings(settings)
-    )
+    def lint() -> tuple[list[campaign_check.Finding], list[DnsRecord]]:
+        campaign = campaign_service.any_campaign(session, id, principal.account.id)
+        findings = campaign_check.check_campaign(
+            session, principal.account.id, campaign, SigningPolicy.from_settings(settings)
+        )
+        return findings, campaign_check.published_records(session, campaign.from_email)
+
+    findings, records = await run_in_threadpool(lint)
+    resolver = app_state(request).txt_resolver
+    findings += await campaign_check.dns_findings(records, settings.bounce_domain, resolver)
     return {
         "findings": [asdict(finding) for finding in findings],
         "sendable": all(finding.severity != "error" for finding in findings),

@@ -91,6 +91,8 @@ class CampaignProgress:
             result = outcome.result
             if result == SendResult.SENT:
                 campaign.sent += 1
+            elif result == SendResult.DEFERRED:
+                continue  # the relay's pace: it comes back later
             elif result != SendResult.RETRY or outcome.attempts >= MAX_ATTEMPTS:
                 # failed, bounced at the SMTP dialogue, or a temporary failure given up on
                 campaign.failed += 1

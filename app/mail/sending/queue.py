@@ -103,6 +103,9 @@ class SendResult(StrEnum):
     BOUNCED = "bounced"
     # Refused as a sender problem (bounce_classes.py): failed, recorded per receiving domain, no bounce.
     BLOCKED = "blocked"
+    # Held back by the relay's or the receiving domain's pace, or throttled (pace.py): queued again for
+    # `defer_seconds` later without spending an attempt. Never a failure.
+    DEFERRED = "deferred"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +120,8 @@ class Outcome:
     # The claim's lease (Claimed.lease_until): the result is written only while the row is still held
     # under it. None: under whatever lease the row has.
     lease_until: datetime | None = None
+    # DEFERRED: how long from now the email waits.
+    defer_seconds: float = 0.0
 
 
 def aware(moment: datetime) -> datetime:
@@ -480,6 +485,19 @@ def record_outcomes(session: Session, outcomes: Sequence[Outcome], now: datetime
                 "updated_at": now,
             }
         ),
+    )
+    _update_each(
+        session,
+        [o for o in outcomes if o.result == SendResult.DEFERRED],
+        lambda o: {
+            "state": DeliverableState.QUEUED,
+            "send_after": now + timedelta(seconds=o.defer_seconds),
+            "lease_until": None,
+            # The claim's attempt is given back: a deferral is the relay's pace, not a failure.
+            "attempts": o.attempts - 1,
+            "error": o.error,
+            "updated_at": now,
+        },
     )
     failed = [o for o in outcomes if o.result in (SendResult.FAILED, SendResult.BOUNCED, SendResult.BLOCKED)]
     _update_each(

@@ -161,6 +161,8 @@ class CompiledCampaign:
     # Headers the same for every email of the campaign (List-Id, Feedback-ID, Reply-To).
     campaign_headers: tuple[str, ...] = ()
     tracks_opens: bool = True
+    # The From address's domain, lowercased: the relay to use may depend on it (transport.py).
+    from_domain: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +268,7 @@ def compile_campaign(
         ),
         campaign_headers=headers,
         tracks_opens=track_opens,
+        from_domain=_ascii_domain(from_email).rpartition("@")[2].lower(),
     )
 
 
@@ -334,7 +337,8 @@ def render(
     subject = compiled.subject_template.fill(values, link_urls, slots, None)
     host = _host_of(base_url)
     mailto = _unsubscribe_mailto(tokens, deliverable_id, bounce_domain)
-    message_id = f"<{deliverable_id}.{compiled.campaign_id}.{secrets.token_hex(4)}@{host}>"
+    # Under the From domain (what receivers expect of a sender's own mail); opaque (tokens.py).
+    message_id = f"<{tokens.message_id_token(deliverable_id)}@{compiled.from_domain or host}>"
     to_email = _ascii_domain(recipient.email)
     name = " ".join(part for part in (recipient.first_name, recipient.last_name) if part)
     headers = [

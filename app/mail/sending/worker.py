@@ -42,7 +42,7 @@ from app.mail.sending.queue import (
 from app.mail.sending.recorder import OutcomeRecorder
 from app.mail.sending.render import CompiledCampaign, Recipient, campaign_headers, compile_stored, render
 from app.mail.sending.tokens import MailTokens
-from app.mail.sending.transport import PermanentFailure, TemporaryFailure, Transport
+from app.mail.sending.transport import Deferred, PermanentFailure, TemporaryFailure, Transport
 from app.mail.stats import SendingTotals, sending_totals
 from app.models import Account, Campaign
 
@@ -300,7 +300,7 @@ class SendWorker:
                     len(lapsed),
                     len(claimed),
                 )
-        troubled = [o for o in outcomes if o.result != SendResult.SENT]
+        troubled = [o for o in outcomes if o.result not in (SendResult.SENT, SendResult.DEFERRED)]
         if troubled:
             # One line a batch, not one an email: a relay that is down would flood the log.
             log.warning(
@@ -340,7 +340,11 @@ class SendWorker:
             return None
 
         def outcome(
-            result: SendResult, *, message_id: str | None = None, error: str | None = None
+            result: SendResult,
+            *,
+            message_id: str | None = None,
+            error: str | None = None,
+            defer_seconds: float = 0.0,
         ) -> Outcome:
             return Outcome(
                 item.deliverable_id,
@@ -351,6 +355,7 @@ class SendWorker:
                 message_id=message_id,
                 error=error,
                 lease_until=item.lease_until,
+                defer_seconds=defer_seconds,
             )
 
         if self._refused_unsigned and item.campaign_id in self._refused_unsigned:
@@ -370,7 +375,11 @@ class SendWorker:
             log.exception("could not render deliverable %s", item.deliverable_id)
             return outcome(SendResult.FAILED, error=f"render: {exc}"[:1000])
         try:
-            await self.transport.send(rendered.envelope_from, rendered.envelope_to, message)
+            await self.transport.send(
+                rendered.envelope_from, rendered.envelope_to, message, compiled.from_domain
+            )
+        except Deferred as exc:
+            return outcome(SendResult.DEFERRED, error=str(exc)[:1000], defer_seconds=exc.delay)
         except TemporaryFailure as exc:
             return outcome(SendResult.RETRY, error=str(exc)[:1000])
         except PermanentFailure as exc:

@@ -4,6 +4,7 @@ address is hard; a refusal of the sender is blocked; a temporary one soft."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -12,7 +13,9 @@ from app.kit.time import utcnow
 from app.mail.bounces.bounce_classes import classify, enhanced_status
 from app.mail.bounces.bounce_mailbox import parse_message, read_dsn
 from app.mail.bounces.providers import Events, mailgun, postmark, sendgrid, ses
+from app.mail.sending.pace import is_throttle
 from app.mail.sending.tokens import MailTokens
+from app.mail.sending.transport import Deferred, PermanentFailure, SmtpTransport, TemporaryFailure
 from tests.mail.bounces import dsn_samples
 from tests.mail.bounces.providers.samples import (
     SendGridSigner,
@@ -24,6 +27,7 @@ from tests.mail.bounces.providers.samples import (
 )
 from tests.mail.conftest import BOUNCE_DOMAIN, Sample
 from tests.processes import SECRET_KEY
+from tests.smtp_sink import running_sink
 
 GMAIL_UNAUTHENTICATED = (
     "550-5.7.26 This mail has been blocked because the sender is unauthenticated. Gmail requires all "
@@ -35,48 +39,78 @@ MICROSOFT_BLOCK_LIST = (
 )
 
 
-@pytest.mark.parametrize(
-    ("reply", "expected"),
-    [
-        # Dead addresses: hard.
-        (
-            "550 5.1.1 <ann@example.com>: Recipient address rejected: User unknown in local recipient table",
-            "hard",
-        ),
-        ("550 No such mailbox here, sorry", "hard"),  # Exim, no enhanced code: its words
-        ("550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup", "hard"),
-        ("550 5.4.1 Recipient address rejected: Access denied. AS(201806281)", "hard"),  # Microsoft
-        ("554 5.2.1 The email account that you tried to reach is disabled", "hard"),
-        ("550 5.0.0 <ann@example.com>... User unknown", "hard"),
-        ("smtp; 550 5.1.1 user unknown", "hard"),  # SES's diagnosticCode
-        # Refusals of the sender: blocked.
-        (GMAIL_UNAUTHENTICATED, "blocked"),
-        (
-            "550-5.7.1 [198.51.100.7] Our system has detected that this message is likely unsolicited mail",
-            "blocked",
-        ),
-        (MICROSOFT_BLOCK_LIST, "blocked"),
-        ("554 5.7.5 Permanent error evaluating DMARC policy", "blocked"),
-        ("552 5.3.4 Message size exceeds fixed limit", "blocked"),
-        ("550 5.1.8 Sender address rejected: Domain not found", "blocked"),
-        ("554 Message rejected: spam content detected", "blocked"),  # no enhanced code: its words
-        ("550 5.5.0 Protocol error", "blocked"),
-        # Temporary: soft.
-        (
-            "421-4.7.28 Gmail has detected an unusual rate of unsolicited mail from your DKIM domain",
-            "soft",
-        ),
-        ("454 Throttling failure: Maximum sending rate exceeded.", "soft"),  # SES
-        (
-            "451 4.7.500 Server busy. Please try again later from [198.51.100.7]. (S77719)",
-            "soft",
-        ),  # Microsoft
-        ("452 4.2.2 The email account that you tried to reach is over quota", "soft"),
-        ("552 5.2.2 Mailbox full", "soft"),
-    ],
-)
+# Replies of each MTA and provider, with their class.
+REPLIES = [
+    # Dead addresses: hard.
+    (
+        "550 5.1.1 <ann@example.com>: Recipient address rejected: User unknown in local recipient table",
+        "hard",
+    ),
+    ("550 No such mailbox here, sorry", "hard"),  # Exim, no enhanced code: its words
+    ("550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup", "hard"),
+    ("550 5.4.1 Recipient address rejected: Access denied. AS(201806281)", "hard"),  # Microsoft
+    ("554 5.2.1 The email account that you tried to reach is disabled", "hard"),
+    ("550 5.0.0 <ann@example.com>... User unknown", "hard"),
+    ("smtp; 550 5.1.1 user unknown", "hard"),  # SES's diagnosticCode
+    # Refusals of the sender: blocked.
+    (GMAIL_UNAUTHENTICATED, "blocked"),
+    (
+        "550-5.7.1 [198.51.100.7] Our system has detected that this message is likely unsolicited mail",
+        "blocked",
+    ),
+    (MICROSOFT_BLOCK_LIST, "blocked"),
+    ("554 5.7.5 Permanent error evaluating DMARC policy", "blocked"),
+    ("552 5.3.4 Message size exceeds fixed limit", "blocked"),
+    ("550 5.1.8 Sender address rejected: Domain not found", "blocked"),
+    ("554 Message rejected: spam content detected", "blocked"),  # no enhanced code: its words
+    ("550 5.5.0 Protocol error", "blocked"),
+    # Temporary: soft.
+    (
+        "421-4.7.28 Gmail has detected an unusual rate of unsolicited mail from your DKIM domain",
+        "soft",
+    ),
+    ("454 Throttling failure: Maximum sending rate exceeded.", "soft"),  # SES
+    (
+        "451 4.7.500 Server busy. Please try again later from [198.51.100.7]. (S77719)",
+        "soft",
+    ),  # Microsoft
+    ("452 4.2.2 The email account that you tried to reach is over quota", "soft"),
+    ("552 5.2.2 Mailbox full", "soft"),
+]
+
+
+@pytest.mark.parametrize(("reply", "expected"), REPLIES)
 def test_replies_of_each_mta_get_their_class(reply: str, expected: str) -> None:
     assert classify(reply) == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"), [(reply, expected) for reply, expected in REPLIES if reply[:3].isdigit()]
+)
+def test_each_reply_as_an_smtp_refusal_gets_its_class(reply: str, expected: str) -> None:
+    """The same replies given at RCPT by a real SMTP server: a hard one bounces, a blocked one fails
+    as blocked, a soft one is retried (a throttle reply deferred, pace.py), whatever the class says."""
+    with running_sink() as sink:
+        # One line: the samples keep their first line's continuation mark ("550-5.7.26 ...").
+        sink.refuse["ann@example.net"] = reply[:3] + " " + reply[4:]
+        transport = SmtpTransport(sink.url, size=1)
+
+        async def send() -> BaseException | None:
+            try:
+                await transport.send("news@example.com", "ann@example.net", b"Subject: x\r\n\r\nx\r\n")
+            except (TemporaryFailure, PermanentFailure) as exc:
+                return exc
+            finally:
+                await transport.close()
+            return None
+
+        refused = asyncio.run(send())
+    if expected == "soft":
+        assert isinstance(refused, TemporaryFailure)
+        assert isinstance(refused, Deferred) is is_throttle(int(reply[:3]), reply[4:])
+    else:
+        assert isinstance(refused, PermanentFailure)
+        assert (refused.bounce, refused.blocked) == (expected == "hard", expected == "blocked")
 
 
 def test_what_the_provider_reported_decides_when_the_words_do_not() -> None:

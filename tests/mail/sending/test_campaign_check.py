@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 import pytest
+from app.mail.campaigns.campaign_check import spf_aligned
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -19,7 +20,7 @@ from app.mail import dkim_service
 from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.worker import SendConfig, SendWorker
 from app.main import create_app
-from tests.conftest import ApiUser
+from tests.conftest import ApiUser, no_dns
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
 from tests.mail.sending.emails import deliverables_of
 
@@ -97,6 +98,86 @@ def test_each_problem_is_a_finding_and_errors_block_the_send(client: TestClient,
     assert client.post(f"/campaigns/{campaign_id}/send", headers=api_user.headers).status_code == 200
 
 
+def test_when_dns_answers_the_check_reads_spf_dkim_and_dmarc(
+    client: TestClient,
+    app: Any,
+    api_user: ApiUser,
+    settings: Settings,
+    session_factory: sessionmaker[Session],
+) -> None:
+    add_key(session_factory, settings, SIGNED_DOMAIN)
+    with session_factory() as session:
+        [key] = dkim_service.list_keys(session, SIGNED_DOMAIN)
+    published: dict[str, list[str]] = {}
+    asked: list[str] = []
+
+    async def fake(name: str) -> list[str]:
+        asked.append(name)
+        return published.get(name, [])
+
+    app.state.txt_resolver = fake
+    campaign_id = campaign_with_list(
+        client, api_user.headers, ["ann@example.com"], html=CLEAN_HTML, from_email=f"news@{SIGNED_DOMAIN}"
+    )
+    answer = check(client, api_user, campaign_id)
+    assert sorted(asked) == sorted([SIGNED_DOMAIN, key.dns_name, f"_dmarc.{SIGNED_DOMAIN}"])
+    assert codes(answer) == [
+        ("spf_missing", "warning"),
+        ("dkim_record_missing", "warning"),
+        ("dmarc_missing", "warning"),
+    ]
+    assert answer["sendable"] is True  # DNS findings never block a send
+    published[SIGNED_DOMAIN] = ["google-site-verification=x", "v=spf1 include:amazonses.com -all"]
+    published[key.dns_name] = ["v=DKIM1; k=ed25519; p=SOMEOTHERKEY"]
+    published[f"_dmarc.{SIGNED_DOMAIN}"] = ["v=DMARC1; p=none"]
+    answer = check(client, api_user, campaign_id)
+    assert codes(answer) == [("dkim_record_different", "warning")]
+    assert f"tidings dkim show --domain {SIGNED_DOMAIN}" in answer["findings"][0]["message"]
+    published[key.dns_name] = [key.txt_value]
+    assert check(client, api_user, campaign_id) == {"findings": [], "sendable": True}
+
+    async def slow(name: str) -> list[str]:
+        await asyncio.sleep(30)
+        return []
+
+    app.state.txt_resolver = slow  # DNS that does not answer in time says nothing
+    assert check(client, api_user, campaign_id) == {"findings": [], "sendable": True}
+
+
+def test_the_bounce_domain_must_align_with_the_from_domain_for_spf(
+    settings: Settings, session_factory: sessionmaker[Session], api_user: ApiUser
+) -> None:
+    app = create_app(
+        settings=settings.model_copy(update={"bounce_domain": "bounces.elsewhere.org"}),
+        session_factory=session_factory,
+    )
+
+    async def everything_published(name: str) -> list[str]:
+        return ["v=spf1 -all", "v=DMARC1; p=reject"]
+
+    app.state.txt_resolver = everything_published
+    with TestClient(app) as client:
+        campaign_id = campaign_with_list(client, api_user.headers, ["ann@example.com"], html=CLEAN_HTML)
+        answer = check(client, api_user, campaign_id)
+    assert codes(answer) == [("dkim_key_missing", "warning"), ("spf_not_aligned", "warning")]
+    assert "bounces.elsewhere.org" in answer["findings"][1]["message"]
+
+
+@pytest.mark.parametrize(
+    ("envelope", "sender", "strict", "aligned"),
+    [
+        ("example.com", "example.com", True, True),
+        ("bounces.example.com", "example.com", False, True),
+        ("bounces.example.com", "news.example.com", False, True),
+        ("bounces.example.com", "example.com", True, False),
+        ("bounces.example.org", "example.com", False, False),
+        ("example.net", "example.com", False, False),
+    ],
+)
+def test_spf_alignment(envelope: str, sender: str, strict: bool, aligned: bool) -> None:
+    assert spf_aligned(envelope, sender, strict=strict) is aligned
+
+
 def test_an_image_only_email_has_an_empty_text_part(client: TestClient, api_user: ApiUser) -> None:
     campaign_id = campaign_with_list(
         client,
@@ -120,7 +201,9 @@ def test_production_refuses_to_send_unsigned_unless_the_relay_signs(
     production = settings.model_copy(
         update={"env": "production", "relay_signs": relay_signs, "base_url": "https://mail.example.com"}
     )
-    with TestClient(create_app(settings=production, session_factory=session_factory)) as client:
+    app = create_app(settings=production, session_factory=session_factory)
+    app.state.txt_resolver = no_dns
+    with TestClient(app) as client:
         campaign_id = campaign_with_list(client, api_user.headers, ["ann@example.com"], html=CLEAN_HTML)
         answer = check(client, api_user, campaign_id)
         sent = client.post(f"/campaigns/{campaign_id}/send", headers=api_user.headers)

@@ -1,12 +1,14 @@
 """The headers receivers reward, on every email a real send worker hands to the loopback SMTP server,
 each parsed with the standard library's strict policy: List-Id of the campaign's list, Feedback-ID,
-header lines under 78 characters, alt text in the text part, EHLO with the base URL's host."""
+header lines under 78 characters, alt text in the text part, a Message-ID under the From domain that
+tells no count, EHLO with the base URL's host."""
 
 from __future__ import annotations
 
 import asyncio
 import email
 import email.policy
+import re
 from typing import Any
 
 import pytest
@@ -47,6 +49,10 @@ def test_every_sent_email_carries_the_headers_and_parses_strictly(
         assert unsubscribe.startswith(f"<{BASE}/u/") and "<mailto:unsubscribe+" in unsubscribe
         text = message.get_body(("plain",)).get_content()
         assert "Half price: all week" in text
+        # Message-ID under the From domain, and opaque: only the secret key reads the email from it.
+        token, _, domain = str(message["Message-ID"]).strip("<>").partition("@")
+        assert domain == "example.com" and re.fullmatch("[0-9a-f]{32}", token)
+        assert sender.tokens.read_message_id_token(token) is not None
 
 
 @pytest.mark.parametrize(

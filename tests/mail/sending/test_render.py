@@ -80,7 +80,12 @@ def test_links_pixel_unsubscribe_headers_and_text_part() -> None:
     # Without a bounce domain no mailbox would read a mailto address: the https link alone.
     assert message["List-Unsubscribe"].strip() == f"<{unsubscribe}>"
     assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
-    assert message["Message-ID"] == rendered.message_id and rendered.message_id.startswith("<42.7.")
+    # Under the From domain, and opaque: only the secret key reads the deliverable back from it.
+    assert message["Message-ID"] == rendered.message_id
+    token, _, domain = rendered.message_id.strip("<>").partition("@")
+    assert domain == "example.com" and len(token) == 32
+    assert TOKENS.read_message_id_token(token) == 42
+    assert MailTokens("another-secret-key-long-enough-to-sign").read_message_id_token(token) is None
     text = text_of(rendered)
     assert "Read this (https://mail.example.com/t/c/" in text
     assert f"Unsubscribe: {unsubscribe}" in text

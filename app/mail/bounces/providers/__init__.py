@@ -35,6 +35,7 @@ from app.mail.bounces.bounce_classes import BounceClass
 from app.mail.bounces.reports import MAX_REPORTS, Report, apply_reports
 from app.mail.input import laravel_errors
 from app.mail.sending.queue import BounceRule
+from app.mail.sending.tokens import MailTokens
 from app.models import ProviderToken
 
 ReportType = Literal["bounce", "complaint", "unsubscribe"]
@@ -84,7 +85,9 @@ class Answer:
     ignored: int
 
 
-def apply_events(session: Session, events: Events, now: datetime, rule: BounceRule) -> Answer:
+def apply_events(
+    session: Session, events: Events, now: datetime, rule: BounceRule, tokens: MailTokens
+) -> Answer:
     """Apply the reports as POST /webhooks/bounces does, MAX_REPORTS at a time (a SendGrid batch can
     hold many more, and each chunk's statements list its ids), in the caller's transaction; Replayed
     when the single-use token came before with another body."""
@@ -93,7 +96,7 @@ def apply_events(session: Session, events: Events, now: datetime, rule: BounceRu
     processed = ignored = 0
     reports: Sequence[Report] = events.reports
     for start in range(0, len(reports), MAX_REPORTS):
-        applied = apply_reports(session, reports[start : start + MAX_REPORTS], now, rule)
+        applied = apply_reports(session, reports[start : start + MAX_REPORTS], now, rule, tokens)
         processed += applied.processed
         ignored += applied.ignored
     return Answer(processed, ignored + events.skipped)
