@@ -10,6 +10,8 @@ and a forged or altered one is 404. None of these routes is part of the email AP
 - `GET /u/{token}`: a page asking to confirm; it never unsubscribes (mail scanners fetch links).
   `POST /u/{token}`: unsubscribes, whatever the body (RFC 8058's `List-Unsubscribe=One-Click`, which
   the page's form sends too, or nothing), and answers a page saying so. Repeats change nothing.
+- `GET /w/{token}`: the email as its reader got it ("view in browser", web_version_service.py); a
+  forged or altered token is 404. Limited per client address (TIDINGS_PUBLIC_PAGE_RATE_LIMIT).
 - `POST /webhooks/bounces`: reports of the SMTP relay, authenticated by a shared secret (bounces.py).
 A first open or click fires the open_campaign and click_campaign automations (automation_runs.py).
 """
@@ -35,6 +37,8 @@ from app.kit.errors import NotFound
 from app.kit.templates import html_page
 from app.kit.time import utcnow
 from app.mail.bounces import MAX_BODY_BYTES, Report, apply_reports, parse_reports
+from app.mail.campaign_preview_service import MailContext
+from app.mail.hosted_form_service import client_address
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import MailTokens
 from app.mail.tracking_service import (
@@ -45,6 +49,7 @@ from app.mail.tracking_service import (
     sender_of,
     unsubscribe_by_link,
 )
+from app.mail.web_version_service import web_version_html
 from app.state import SettingsDep, app_state
 
 # The smallest transparent GIF (42 bytes).
@@ -57,6 +62,15 @@ PAGE_HEADERS = {
     "X-Robots-Tag": "noindex",
     "Referrer-Policy": "no-referrer",
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+}
+# The web version is the campaign's own html: its images and styles may come from anywhere, nothing
+# else runs (no script, no form, no frame).
+WEB_VERSION_HEADERS = {
+    **NO_STORE,
+    "X-Robots-Tag": "noindex",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": "default-src 'none'; img-src * data:; style-src * 'unsafe-inline'; "
+    "font-src *; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
 }
 # Characters a Location header may carry as they are: printable ASCII but the space. The rest of a
 # signed URL (spaces, non-ASCII) is percent-encoded; a URL that is already plain ASCII goes out unchanged.
@@ -121,6 +135,27 @@ def click_redirect(token: str, request: Request, session: WriteSessionDep) -> Re
         status_code=302,
         headers={**NO_STORE, "Location": quote(url, safe=_LOCATION_SAFE), "Referrer-Policy": "no-referrer"},
     )
+
+
+@router.get("/w/{token}")
+async def web_version(token: str, request: Request, session: SessionDep, settings: SettingsDep) -> Response:
+    state = app_state(request)
+    decision = await state.public_page_limiter.hit("web-version", client_address(request))
+    if not decision.allowed:
+        return html_page(
+            "unsubscribe/too_many.html",
+            status=429,
+            headers={**PAGE_HEADERS, "Retry-After": str(decision.retry_after)},
+            retry_after=decision.retry_after,
+        )
+    signed = tokens_of(request).read_web_version(token)
+    if signed is None:
+        return _not_found_page()
+    context = MailContext(tokens_of(request), settings.base_url.rstrip("/"))
+    page = await run_in_threadpool(web_version_html, session, *signed, context)
+    if page is None:
+        return _not_found_page()
+    return HTMLResponse(page, headers=WEB_VERSION_HEADERS)
 
 
 @router.get("/u/{token}")
