@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.mail import (
+    archive_routes,
     automation_routes,
     bounce_routes,
     campaign_routes,
@@ -32,6 +33,7 @@ mail_routers: list[APIRouter] = [
         hosted_form_routes,
         suppression_routes,
         tracking_routes,
+        archive_routes,
         bounce_routes,
         webhook_routes,
     )

@@ -39,6 +39,7 @@ from app.kit.time import utcnow
 from app.mail.bounces import MAX_BODY_BYTES, Report, apply_reports, parse_reports
 from app.mail.campaign_preview_service import MailContext
 from app.mail.hosted_form_service import client_address
+from app.mail.public_pages import WEB_VERSION_HEADERS, too_many_page
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import MailTokens
 from app.mail.tracking_service import (
@@ -62,15 +63,6 @@ PAGE_HEADERS = {
     "X-Robots-Tag": "noindex",
     "Referrer-Policy": "no-referrer",
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
-}
-# The web version is the campaign's own html: its images and styles may come from anywhere, nothing
-# else runs (no script, no form, no frame).
-WEB_VERSION_HEADERS = {
-    **NO_STORE,
-    "X-Robots-Tag": "noindex",
-    "Referrer-Policy": "no-referrer",
-    "Content-Security-Policy": "default-src 'none'; img-src * data:; style-src * 'unsafe-inline'; "
-    "font-src *; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
 }
 # Characters a Location header may carry as they are: printable ASCII but the space. The rest of a
 # signed URL (spaces, non-ASCII) is percent-encoded; a URL that is already plain ASCII goes out unchanged.
@@ -142,12 +134,7 @@ async def web_version(token: str, request: Request, session: SessionDep, setting
     state = app_state(request)
     decision = await state.public_page_limiter.hit("web-version", client_address(request))
     if not decision.allowed:
-        return html_page(
-            "unsubscribe/too_many.html",
-            status=429,
-            headers={**PAGE_HEADERS, "Retry-After": str(decision.retry_after)},
-            retry_after=decision.retry_after,
-        )
+        return too_many_page(decision.retry_after)
     signed = tokens_of(request).read_web_version(token)
     if signed is None:
         return _not_found_page()

@@ -300,6 +300,11 @@ def compile_stored(
     )
 
 
+def with_fallbacks(source: str) -> str:
+    """A text's merge tags filled for a reader without names: each shows its fallback."""
+    return Template.of(_pieces(source)).fill({}, [], {}, None)
+
+
 def _has_unsubscribe_tag(source: str) -> bool:
     return any(match.group(1).strip().lower() == UNSUBSCRIBE_TAG for match in MERGE_TAG.finditer(source))
 
