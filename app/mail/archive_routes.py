@@ -10,17 +10,18 @@ it and an unknown id are all 404.
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from functools import cache
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
+from app.config import Settings
 from app.db import SessionDep
 from app.kit.templates import html_page, render
 from app.kit.time import iso_millis, utcnow
-from app.mail.archive_service import archive, archived_email
+from app.mail.archive_service import Archive, archive, archived_email
 from app.mail.campaign_preview_service import MailContext
 from app.mail.hosted_form_service import client_address
 from app.mail.public_pages import WEB_VERSION_HEADERS, too_many_page
@@ -56,47 +57,47 @@ def _not_found() -> HTMLResponse:
     return html_page("unsubscribe/invalid_link.html", status=404, headers=NOT_FOUND_HEADERS)
 
 
-@router.get("/archive/{user}")
-async def archive_page(user: str, request: Request, session: SessionDep, settings: SettingsDep) -> Response:
+async def _archive_or_answer(user: str, request: Request, session: SessionDep) -> Archive | Response:
+    """The archive the path names, or the answer instead of it (429, 404)."""
     if (refused := await _refused(request)) is not None:
         return refused
     user_id = _id(user)
     found = await run_in_threadpool(archive, session, user_id) if user_id is not None else None
-    if found is None:
-        return _not_found()
-    base = f"{settings.base_url.rstrip('/')}/archive/{user_id}"
+    return found if found is not None else _not_found()
+
+
+def _links(settings: Settings, found: Archive) -> dict[str, Any]:
+    base = f"{settings.base_url.rstrip('/')}/archive/{found.user_id}"
+    return {
+        "index_url": base,
+        "feed_url": f"{base}/feed.atom",
+        "campaign_url": lambda campaign_id: f"{base}/{campaign_id}",
+    }
+
+
+@router.get("/archive/{user}")
+async def archive_page(user: str, request: Request, session: SessionDep, settings: SettingsDep) -> Response:
+    found = await _archive_or_answer(user, request, session)
+    if isinstance(found, Response):
+        return found
+    links = _links(settings, found)
     return html_page(
         "archive/index.html",
         headers=INDEX_HEADERS,
         archive=found,
-        feed_url=f"{base}/feed.atom",
-        campaign_url=lambda campaign_id: f"{base}/{campaign_id}",
+        feed_url=links["feed_url"],
+        campaign_url=links["campaign_url"],
     )
 
 
 @router.get("/archive/{user}/feed.atom")
 async def archive_feed(user: str, request: Request, session: SessionDep, settings: SettingsDep) -> Response:
-    if (refused := await _refused(request)) is not None:
-        return refused
-    user_id = _id(user)
-    found = await run_in_threadpool(archive, session, user_id) if user_id is not None else None
-    if found is None:
-        return _not_found()
-    base = f"{settings.base_url.rstrip('/')}/archive/{user_id}"
+    found = await _archive_or_answer(user, request, session)
+    if isinstance(found, Response):
+        return found
     newest = found.campaigns[0].sent_at if found.campaigns else utcnow()
-
-    def stamp(moment: datetime) -> str:
-        return iso_millis(moment)
-
-    feed = render(
-        "archive/feed.atom",
-        archive=found,
-        index_url=base,
-        feed_url=f"{base}/feed.atom",
-        updated=stamp(newest),
-        stamp=stamp,
-        campaign_url=lambda campaign_id: f"{base}/{campaign_id}",
-    )
+    links = _links(settings, found)
+    feed = render("archive/feed.atom", archive=found, updated=iso_millis(newest), stamp=iso_millis, **links)
     return Response(feed, media_type="application/atom+xml", headers=ARCHIVE_HEADERS)
 
 
