@@ -18,6 +18,7 @@ setup(
             "templates/*/*.html",
             "templates/*/*.js",
             "templates/*/*.css",
+            "templates/*/*.atom",
             # The console's sections (templates/console/feeds/, ...).
             "templates/*/*/*.html",
         ],

@@ -53,7 +53,7 @@ HEADER_SECRETS = (
 # Settings whose value is never echoed in an error line.
 SECRET_FIELDS = (*HEADER_SECRETS, "secret_key", "sendgrid_webhook_public_key")
 HTTP_URL_SETTINGS = ("base_url", "hn_api_url", "reddit_url", "engine_base_url", "telemetry_url")
-RATE_SETTINGS = ("mail_rate_limit", "form_rate_limit", "form_email_rate_limit")
+RATE_SETTINGS = ("mail_rate_limit", "form_rate_limit", "form_email_rate_limit", "public_page_rate_limit")
 # What a database URL may start with; postgres:// and postgresql:// (as hosting providers hand them
 # out) mean PostgreSQL through psycopg, the driver installed.
 PSYCOPG = "postgresql+psycopg"
@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     # recipient address, so a form cannot be used to flood someone's inbox.
     form_rate_limit: str = "10/minute"
     form_email_rate_limit: str = "5/hour"
+    # Public pages of campaigns (the "view in browser" page, the public archive), per client address.
+    public_page_rate_limit: str = "60/minute"
     redis_url: str = ""
     outbound_allow_private: bool = False
     hn_api_url: str = "https://hn.algolia.com/api/v1"

@@ -204,6 +204,7 @@ def set_state(app: FastAPI, settings: Settings, databases: Databases) -> None:
     state.async_pool = databases.async_pool
     state.mail_rate_limiter = RateLimiter(settings.mail_rate_limit, settings.redis_url)
     state.test_send_limiter = RateLimiter(TEST_SENDS_PER_HOUR, settings.redis_url)
+    state.public_page_limiter = RateLimiter(settings.public_page_rate_limit, settings.redis_url)
     state.form_limits = FormLimits.from_settings(settings)
     state.sign_in_throttle = SignInThrottle(settings.redis_url)
     state.sns_client = SnsClient(allow_private=settings.outbound_allow_private)

@@ -49,6 +49,8 @@ class AppState(State):
     mail_rate_limiter: RateLimiter
     # Test sends of campaigns (POST /campaigns/{id}/test), per account.
     test_send_limiter: RateLimiter
+    # The public pages of campaigns (web version, archive), per client address.
+    public_page_limiter: RateLimiter
     form_limits: FormLimits
     sign_in_throttle: SignInThrottle
     # Amazon SNS's certificates and subscription confirmations (the SES bounce webhook).

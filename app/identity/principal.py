@@ -28,6 +28,7 @@ class AccountInfo:
     warmup_until: datetime | None
     # Whether its emails may carry the open pixel (its PATCH /me switch).
     track_opens: bool = True
+    public_archive: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ def principal_of(user: User, account: Account) -> Principal:
             account.timezone,
             account.warmup_until,
             account.track_opens,
+            account.public_archive,
         ),
     )
 
@@ -85,6 +87,7 @@ _PRINCIPAL_COLUMNS = (
     Account.timezone,
     Account.warmup_until,
     Account.track_opens,
+    Account.public_archive,
 )
 
 
@@ -149,6 +152,7 @@ def principal_from_row(row: Any) -> Principal:
         timezone,
         warmup_until,
         track_opens,
+        public_archive,
     ) = row
     return Principal(
         user=UserInfo(user_id, account_id, email, name, bool(is_staff), _utc(created), _utc(updated)),  # type: ignore[arg-type]
@@ -161,6 +165,7 @@ def principal_from_row(row: Any) -> Principal:
             timezone,
             _utc(warmup_until),
             bool(track_opens),
+            bool(public_archive),
         ),
         token_id=token_id,
         token_last_used_at=_utc(last_used),

@@ -12,7 +12,9 @@ from app.mail.specs import AccountPreferences
 from app.models import Account
 
 
-def me_view(principal: Principal, *, track_opens: bool | None = None) -> UserOut:
+def me_view(
+    principal: Principal, *, track_opens: bool | None = None, public_archive: bool | None = None
+) -> UserOut:
     user, account = principal.user, principal.account
     return UserOut(
         id=user.id,
@@ -23,16 +25,20 @@ def me_view(principal: Principal, *, track_opens: bool | None = None) -> UserOut
         created_at=user.created_at,
         updated_at=user.updated_at,
         track_opens=account.track_opens if track_opens is None else track_opens,
+        public_archive=account.public_archive if public_archive is None else public_archive,
     )
 
 
 def update_preferences(session: Session, principal: Principal, body: AccountPreferences) -> UserOut:
     """PATCH /me: the account's open-pixel switch (off: no email of the account carries the pixel; the
-    send workers see it at their next batch, as they see an edited campaign)."""
-    if body.track_opens is not None:
+    send workers see it at their next batch, as they see an edited campaign) and its public archive."""
+    given = {
+        name: value
+        for name, value in (("track_opens", body.track_opens), ("public_archive", body.public_archive))
+        if value is not None
+    }
+    if given:
         session.execute(
-            update(Account)
-            .where(Account.id == principal.account.id)
-            .values(track_opens=body.track_opens, updated_at=utcnow())
+            update(Account).where(Account.id == principal.account.id).values(**given, updated_at=utcnow())
         )
-    return me_view(principal, track_opens=body.track_opens)
+    return me_view(principal, track_opens=body.track_opens, public_archive=body.public_archive)

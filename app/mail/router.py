@@ -14,6 +14,7 @@ from app.mail import (
     tracking_routes,
     webhook_routes,
 )
+from app.mail.archive import archive_routes
 from app.mail.automations import automation_routes
 from app.mail.bounces import bounce_routes
 from app.mail.campaigns import campaign_routes
@@ -32,6 +33,7 @@ mail_routers: list[APIRouter] = [
         hosted_form_routes,
         suppression_routes,
         tracking_routes,
+        archive_routes,
         bounce_routes,
         webhook_routes,
     )

@@ -133,6 +133,10 @@ class CampaignOut(Out):
             "turned it off for all its emails)."
         ),
     ] = True
+    public_archive: Annotated[
+        bool,
+        Field(description="Beyond SendFox: listed, once sent, in the account's public archive."),
+    ] = False
 
 
 class CampaignCheckFindingOut(BaseModel):
@@ -226,6 +230,13 @@ class UserOut(BaseModel):
             "none does, whatever each campaign says); set with PATCH /me."
         ),
     ] = True
+    public_archive: Annotated[
+        bool,
+        Field(
+            description="Beyond SendFox: whether the account's public archive is on (its sent campaigns "
+            "that opted in, as pages and an Atom feed under /archive/{id}); set with PATCH /me."
+        ),
+    ] = False
 
 
 class ContactFieldOut(Out):

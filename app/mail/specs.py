@@ -17,6 +17,7 @@ from app.mail.campaigns.campaign_rules import (
     FromEmail,
     Html,
     Preheader,
+    PublicArchive,
     ReplyTo,
     Short,
     Subject,
@@ -130,6 +131,14 @@ class AccountPreferences(BaseModel):
             json_schema_extra={"x-tidings-extension": True},
         ),
     ] = None
+    public_archive: Annotated[
+        bool | None,
+        Field(
+            description="Beyond SendFox: true: the account's sent campaigns that opted in "
+            "(`public_archive`) are public pages and an Atom feed under /archive/{user id}.",
+            json_schema_extra={"x-tidings-extension": True},
+        ),
+    ] = None
 
 
 class EmailOnly(BaseModel):
@@ -195,6 +204,7 @@ class CampaignCreate(BaseModel):
     preheader: Preheader = None
     reply_to: ReplyTo = None
     track_opens: TrackOpens = True
+    public_archive: PublicArchive = False
 
 
 class CampaignUpdate(BaseModel):
@@ -212,6 +222,7 @@ class CampaignUpdate(BaseModel):
     preheader: Preheader = None
     reply_to: ReplyTo = None
     track_opens: TrackOpens | None = None
+    public_archive: PublicArchive | None = None
 
 
 TriggerType = Literal["apply_list", "open_campaign", "click_campaign"]

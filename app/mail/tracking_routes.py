@@ -10,6 +10,8 @@ and a forged or altered one is 404. None of these routes is part of the email AP
 - `GET /u/{token}`: a page asking to confirm; it never unsubscribes (mail scanners fetch links).
   `POST /u/{token}`: unsubscribes, whatever the body (RFC 8058's `List-Unsubscribe=One-Click`, which
   the page's form sends too, or nothing), and answers a page saying so. Repeats change nothing.
+- `GET /w/{token}`: the email as its reader got it ("view in browser", web_version_service.py); a
+  forged or altered token is 404. Limited per client address (TIDINGS_PUBLIC_PAGE_RATE_LIMIT).
 - `POST /webhooks/bounces`: reports of the SMTP relay, authenticated by a shared secret (bounces.py).
 A first open or click fires the open_campaign and click_campaign automations (automation_runs.py).
 """
@@ -30,10 +32,14 @@ from fastapi.responses import HTMLResponse
 from app.db import SessionDep, WriteSessionDep
 from app.identity.dependencies import Unauthenticated, bearer_token
 from app.kit.body import read_capped
+from app.kit.client import client_address
 from app.kit.errors import NotFound
 from app.kit.templates import html_page
 from app.kit.time import utcnow
+from app.mail.archive.public_pages import WEB_VERSION_HEADERS, too_many_page
+from app.mail.archive.web_version_service import web_version_html
 from app.mail.bounces.reports import MAX_BODY_BYTES, Report, apply_reports, parse_reports
+from app.mail.campaigns.campaign_preview_service import MailContext
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import MailTokens, mail_tokens
 from app.mail.tracking_service import (
@@ -115,6 +121,22 @@ def click_redirect(token: str, request: Request, session: WriteSessionDep) -> Re
         status_code=302,
         headers={**NO_STORE, "Location": quote(url, safe=_LOCATION_SAFE), "Referrer-Policy": "no-referrer"},
     )
+
+
+@router.get("/w/{token}")
+async def web_version(token: str, request: Request, session: SessionDep, settings: SettingsDep) -> Response:
+    state = app_state(request)
+    decision = await state.public_page_limiter.hit("web-version", client_address(request))
+    if not decision.allowed:
+        return too_many_page(decision.retry_after)
+    signed = tokens_of(request).read_web_version(token)
+    if signed is None:
+        return _not_found_page()
+    context = MailContext(tokens_of(request), settings.base_url.rstrip("/"))
+    page = await run_in_threadpool(web_version_html, session, *signed, context)
+    if page is None:
+        return _not_found_page()
+    return HTMLResponse(page, headers=WEB_VERSION_HEADERS)
 
 
 @router.get("/u/{token}")

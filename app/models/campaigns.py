@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, text, true
+from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint, false, text, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, Timestamped
@@ -46,6 +46,8 @@ class Campaign(Timestamped, Base):
     reply_to: Mapped[str | None] = mapped_column(String(191), default=None)
     # Whether its emails carry the open pixel (and the account's own switch must allow it too).
     track_opens: Mapped[bool] = mapped_column(default=True, server_default=true())
+    # Listed in its account's public archive once sent (when the account has one).
+    public_archive: Mapped[bool] = mapped_column(default=False, server_default=false())
     from_name: Mapped[str] = mapped_column(String(191))
     from_email: Mapped[str] = mapped_column(String(191))
     timezone: Mapped[str | None] = mapped_column(String(64), default=None)

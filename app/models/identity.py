@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from enum import StrEnum
 
-from sqlalchemy import ForeignKey, Index, String, true
+from sqlalchemy import ForeignKey, Index, String, false, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.models.base import Base, Timestamped
@@ -46,6 +46,8 @@ class Account(Timestamped, Base):
     next_send_at: Mapped[datetime | None] = mapped_column(default=None)
     # Off: none of its emails carries the open pixel, whatever each campaign says.
     track_opens: Mapped[bool] = mapped_column(default=True, server_default=true())
+    # On: its sent campaigns that opted in are public pages and a feed (app/mail/archive_service.py).
+    public_archive: Mapped[bool] = mapped_column(default=False, server_default=false())
 
 
 class User(Timestamped, Base):

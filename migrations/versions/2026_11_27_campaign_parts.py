@@ -1,5 +1,5 @@
-"""campaign parts: a campaign's own text part, preheader, Reply-To and open-pixel switch, the account's
-open-pixel switch, and every click of a tracked link with its URL (the report's clicks per link)
+"""campaign parts: a campaign's own text part, preheader, Reply-To, open-pixel switch and public archive
+opt-in, the account's open-pixel and public archive switches, and every click of a tracked link with its URL (the report's clicks per link)
 
 Revision ID: 2026_11_27_campaign_parts
 Revises: 2026_11_26_provider_replay
@@ -27,8 +27,10 @@ def upgrade() -> None:
         batch.add_column(sa.Column('preheader', sa.String(length=255), nullable=True))
         batch.add_column(sa.Column('reply_to', sa.String(length=191), nullable=True))
         batch.add_column(sa.Column('track_opens', sa.Boolean(), server_default=sa.true(), nullable=False))
+        batch.add_column(sa.Column('public_archive', sa.Boolean(), server_default=sa.false(), nullable=False))
     with op.batch_alter_table('accounts') as batch:
         batch.add_column(sa.Column('track_opens', sa.Boolean(), server_default=sa.true(), nullable=False))
+        batch.add_column(sa.Column('public_archive', sa.Boolean(), server_default=sa.false(), nullable=False))
     op.create_table(
         'link_clicks',
         sa.Column('id', sa.Integer(), nullable=False),
@@ -56,8 +58,10 @@ def downgrade() -> None:
     op.drop_index('ix_link_clicks_campaign_id', table_name='link_clicks')
     op.drop_table('link_clicks')
     with op.batch_alter_table('accounts') as batch:
+        batch.drop_column('public_archive')
         batch.drop_column('track_opens')
     with op.batch_alter_table('campaigns') as batch:
+        batch.drop_column('public_archive')
         batch.drop_column('track_opens')
         batch.drop_column('reply_to')
         batch.drop_column('preheader')

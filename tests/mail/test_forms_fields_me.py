@@ -34,6 +34,7 @@ def test_me_returns_the_user(client: TestClient, make_user: Any) -> None:
         "created_at",
         "updated_at",
         "track_opens",
+        "public_archive",
     }
     assert got["id"] == user.user_id
     assert got["name"] == "Ann Example"

@@ -303,8 +303,8 @@ async def test_send_campaign(
     summary="A campaign's report over time",
     description="Beyond SendFox: sent, failed, first opens, first clicks, unsubscribes, bounces and "
     "complaints per hour for the first 48 hours from the start of sending (every hour listed), then per "
-    "day in the account's time zone (the days that have any); and its delivery as it stands "
-    "(recipients, sent, failed, cancelled, pending).",
+    "day in the account's time zone (the days that have any); its clicks per link (URL, clicks, unique "
+    "clickers); and its delivery as it stands (recipients, sent, failed, cancelled, pending).",
     responses={404: {"model": ErrorOut}},
     openapi_extra=EXTENSION,
 )

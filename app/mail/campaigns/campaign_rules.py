@@ -78,6 +78,14 @@ ReplyTo = Annotated[
         json_schema_extra=BEYOND_SENDFOX,
     ),
 ]
+PublicArchive = Annotated[
+    bool,
+    Field(
+        description="Beyond SendFox: list it, once sent, in the account's public archive (when the "
+        "account has one: `public_archive` of PATCH /me); default false.",
+        json_schema_extra=BEYOND_SENDFOX,
+    ),
+]
 TrackOpens = Annotated[
     bool,
     Field(

@@ -71,6 +71,7 @@ def campaign_views(session: Session, campaigns: list[Campaign]) -> list[dict[str
             "last_delivery_error": c.last_delivery_error,
             "last_delivery_error_at": c.last_delivery_error_at,
             **email_parts_view(c),
+            "public_archive": c.public_archive,
             **totals[c.id].wire(c),
         }
         for c in campaigns
@@ -167,6 +168,7 @@ def create_campaign(session: Session, principal: Principal, body: CampaignCreate
         scheduled_at=scheduled_at,
     )
     set_email_parts(campaign, body)
+    campaign.public_archive = body.public_archive
     session.add(campaign)
     session.flush()
     set_campaign_lists(session, campaign.id, list_ids)
@@ -189,6 +191,8 @@ def update_campaign(
         if name in given:
             setattr(campaign, name, getattr(body, name))
     set_email_parts(campaign, body)
+    if body.public_archive is not None:
+        campaign.public_archive = body.public_archive
     if body.timezone is not None:
         campaign.timezone = body.timezone
     if body.lists is not None:

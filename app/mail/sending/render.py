@@ -9,7 +9,10 @@ Merge tags (what authors of campaigns can rely on):
 - `{{ first_name }}`, `{{ last_name }}`, `{{ email }}` and any custom contact field by name
   (`{{ company }}`); names are matched without regard to case.
 - A fallback after a pipe for an empty or unknown value: `{{ first_name | "friend" }}` (quotes optional).
-- `{{ unsubscribe_url }}` places the unsubscribe link; without it a footer with the link is added.
+- `{{ unsubscribe_url }}` places the unsubscribe link; without it a footer with the link is added,
+  and a "view in browser" link beside it.
+- `{{ web_version_url }}` places the "view in browser" link: a signed page showing the email as this
+  reader got it (app/mail/web_version_service.py).
 Links: every `http(s)` href becomes a signed redirect through `/t/c/...` that goes only to that URL.
 A text part its author wrote is used as written (merge tags filled, its bare `http(s)` URLs tracked
 like the html's links); without one the text part is made from the html. A preheader goes first in the
@@ -55,7 +58,7 @@ PREHEADER_STYLE = (
 PREHEADER_PADDING = "&#847;&zwnj;&nbsp;" * 40
 # Markers the compiler leaves in the html and text while it cuts them into pieces; NUL never survives
 # the API's input checks, so an author cannot write one.
-MARKER = re.compile(r"\x00(L\d+|P|U)\x00")
+MARKER = re.compile(r"\x00(L\d+|P|U|W)\x00")
 # A brace the html writes as a character reference (`&#123;`, `&#x7D;`, `&lcub;`) is text, never half of
 # a merge tag: the watch `email` action writes an item's braces so. The compiler swaps each for a
 # NUL-led stand-in before anything decodes the html (the text part, a link's URL), and puts the brace
@@ -65,6 +68,7 @@ BRACE_REFERENCE = re.compile(
 )
 BRACE_STAND_INS = {"{": "\x00[", "}": "\x00]"}
 UNSUBSCRIBE_TAG = "unsubscribe_url"
+WEB_VERSION_TAG = "web_version_url"
 UNSAFE_SCHEMES = ("javascript:", "vbscript:", "data:")
 CRLF = "\r\n"
 CRLF_BYTES = b"\r\n"
@@ -92,7 +96,7 @@ class Link:
 
 @dataclass(frozen=True, slots=True)
 class Slot:
-    what: Literal["pixel", "unsubscribe"]
+    what: Literal["pixel", "unsubscribe", "web_version"]
 
 
 Piece = str | Tag | Link | Slot
@@ -163,6 +167,9 @@ class CompiledCampaign:
     tracks_opens: bool = True
     # The From address's domain, lowercased: the relay to use may depend on it (transport.py).
     from_domain: str = ""
+    # Whether a part links to the web version (its merge tag or the default footer): its token is
+    # made only then.
+    links_web_version: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +190,7 @@ class Rendered:
     message_id: str
 
 
-STANDARD_FIELDS = {"first_name", "last_name", "email", UNSUBSCRIBE_TAG}
+STANDARD_FIELDS = {"first_name", "last_name", "email", UNSUBSCRIBE_TAG, WEB_VERSION_TAG}
 
 
 def campaign_headers(
@@ -236,10 +243,13 @@ def compile_campaign(
         text = html_to_text(_brace_references_kept(body))
         text_has_unsubscribe = has_unsubscribe
     if not has_unsubscribe:
-        footer = '<p style="font-size:12px;color:#666"><a href="\x00U\x00">Unsubscribe</a></p>'
+        footer = (
+            '<p style="font-size:12px;color:#666"><a href="\x00W\x00">View in browser</a> &middot; '
+            '<a href="\x00U\x00">Unsubscribe</a></p>'
+        )
         body = _before_body_end(body, footer)
     if not text_has_unsubscribe:
-        text += "\n\n--\nUnsubscribe: \x00U\x00\n"
+        text += "\n\n--\nView in browser: \x00W\x00\nUnsubscribe: \x00U\x00\n"
     if preheader and preheader.strip():
         body = _after_body_start(body, _preheader_html(preheader.strip()))
     if track_opens:
@@ -269,6 +279,8 @@ def compile_campaign(
         campaign_headers=headers,
         tracks_opens=track_opens,
         from_domain=_ascii_domain(from_email).rpartition("@")[2].lower(),
+        links_web_version=WEB_VERSION_TAG in tag_names
+        or any(isinstance(p, Slot) and p.what == "web_version" for p in [*html_pieces, *text_pieces]),
     )
 
 
@@ -291,6 +303,11 @@ def compile_stored(
     )
 
 
+def with_fallbacks(source: str) -> str:
+    """A text's merge tags filled for a reader without names: each shows its fallback."""
+    return Template.of(_pieces(source)).fill({}, [], {}, None)
+
+
 def _has_unsubscribe_tag(source: str) -> bool:
     return any(match.group(1).strip().lower() == UNSUBSCRIBE_TAG for match in MERGE_TAG.finditer(source))
 
@@ -311,16 +328,17 @@ def _preheader_html(preheader: str) -> str:
     return f'<div style="{PREHEADER_STYLE}">{html.escape(preheader, quote=False)}{PREHEADER_PADDING}</div>'
 
 
-def render(
-    compiled: CompiledCampaign,
-    recipient: Recipient,
-    tokens: MailTokens,
-    base_url: str,
-    bounce_domain: str = "",
-) -> Rendered:
-    """The email for one recipient. With a bounce domain (TIDINGS_BOUNCE_DOMAIN), its envelope sender
-    is the VERP address `bounces+<signed deliverable id>@<bounce domain>`, so a bounce names the email it
-    is about (app/mail/bounces/bounce_mailbox.py); without one, the campaign's from address."""
+@dataclass(frozen=True, slots=True)
+class Filled:
+    subject: str
+    html: str
+    text: str
+    unsubscribe_url: str
+
+
+def fill_parts(compiled: CompiledCampaign, recipient: Recipient, tokens: MailTokens, base_url: str) -> Filled:
+    """The campaign's parts for one recipient: merge tags, signed links, pixel, unsubscribe and web
+    version links filled (what `render` wraps in a message, and the web version shows)."""
     deliverable_id = recipient.deliverable_id
     values = _values(recipient)
     unsubscribe_url = f"{base_url}/u/{tokens.unsubscribe_token(deliverable_id)}"
@@ -332,9 +350,32 @@ def render(
     slots = {"unsubscribe": unsubscribe_url}
     if compiled.tracks_opens:
         slots["pixel"] = f"{base_url}/t/o/{tokens.open_token(deliverable_id)}"
-    html_body = compiled.html_template.fill(values, link_urls, slots, html.escape)
-    text_body = compiled.text_template.fill(values, link_urls, slots, None)
-    subject = compiled.subject_template.fill(values, link_urls, slots, None)
+    if compiled.links_web_version:
+        slots["web_version"] = values[WEB_VERSION_TAG] = (
+            f"{base_url}/w/{tokens.web_version_token(deliverable_id, compiled.campaign_id)}"
+        )
+    return Filled(
+        subject=compiled.subject_template.fill(values, link_urls, slots, None),
+        html=compiled.html_template.fill(values, link_urls, slots, html.escape),
+        text=compiled.text_template.fill(values, link_urls, slots, None),
+        unsubscribe_url=unsubscribe_url,
+    )
+
+
+def render(
+    compiled: CompiledCampaign,
+    recipient: Recipient,
+    tokens: MailTokens,
+    base_url: str,
+    bounce_domain: str = "",
+) -> Rendered:
+    """The email for one recipient. With a bounce domain (TIDINGS_BOUNCE_DOMAIN), its envelope sender
+    is the VERP address `bounces+<signed deliverable id>@<bounce domain>`, so a bounce names the email it
+    is about (app/mail/bounces/bounce_mailbox.py); without one, the campaign's from address."""
+    deliverable_id = recipient.deliverable_id
+    filled = fill_parts(compiled, recipient, tokens, base_url)
+    subject, html_body, text_body = filled.subject, filled.html, filled.text
+    unsubscribe_url = filled.unsubscribe_url
     host = _host_of(base_url)
     mailto = _unsubscribe_mailto(tokens, deliverable_id, bounce_domain)
     # Under the From domain (what receivers expect of a sender's own mail); opaque (tokens.py).
@@ -494,6 +535,8 @@ def _split_markers(source: str) -> list[tuple[str, Piece | None]]:
             marker = Slot("pixel")
         elif code == "U":
             marker = Slot("unsubscribe")
+        elif code == "W":
+            marker = Slot("web_version")
         else:
             marker = Link(int(code[1:]))
         out.append(("", marker))

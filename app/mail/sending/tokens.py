@@ -102,6 +102,8 @@ class MailTokens:
         self._open_minter = _Minter(self._open)
         self._click_minter = _Minter(self._click)
         self._unsubscribe_minter = _Minter(self._unsubscribe)
+        self._web_version = URLSafeSerializer(secret_key, salt="tidings.web-version")
+        self._web_version_minter = _Minter(self._web_version)
         # HMAC-SHA256 from its two padded-key states, copied per token (as _Minter does for SHA-1): the
         # hmac module's own copy costs five times more, once an email.
         verp_key = hashlib.sha256(b"tidings.verp\0" + secret_key.encode("utf-8")).digest().ljust(64, b"\0")
@@ -191,6 +193,19 @@ class MailTokens:
 
     def read_unsubscribe(self, token: str) -> int | None:
         return _int_or_none(_loads(self._unsubscribe, token))
+
+    def web_version_token(self, deliverable_id: int, campaign_id: int) -> str:
+        """The "view in browser" link's token: the email it shows, as its reader got it. The campaign
+        is named too, so that a preview's or test email's link (which names no email) shows it."""
+        return self._web_version_minter.sign(b"[%d,%d]" % (deliverable_id, campaign_id))
+
+    def read_web_version(self, token: str) -> tuple[int, int] | None:
+        value = _loads(self._web_version, token)
+        if isinstance(value, list) and len(value) == 2:
+            deliverable_id, campaign_id = _int_or_none(value[0]), _int_or_none(value[1])
+            if deliverable_id is not None and campaign_id is not None:
+                return deliverable_id, campaign_id
+        return None
 
     def confirm_token(self, signup: Signup) -> str:
         return self._confirm.dumps([signup.form_id, signup.email, signup.first_name, signup.last_name])

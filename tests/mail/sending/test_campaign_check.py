@@ -10,13 +10,13 @@ import logging
 from typing import Any
 
 import pytest
-from app.mail.campaigns.campaign_check import spf_aligned
 from fastapi.testclient import TestClient
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.kit.time import utcnow
 from app.mail import dkim_service
+from app.mail.campaigns.campaign_check import spf_aligned
 from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.worker import SendConfig, SendWorker
 from app.main import create_app

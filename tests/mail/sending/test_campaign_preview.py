@@ -28,7 +28,7 @@ def relay(settings: Settings, smtp_sink: SmtpSink) -> SmtpSink:
     return smtp_sink
 
 
-TOKENS = re.compile(r"/(t/c|t/o|u)/[A-Za-z0-9_.\-]+")
+TOKENS = re.compile(r"/(t/c|t/o|u|w)/[A-Za-z0-9_.\-]+")
 
 
 def untokened(text: str) -> str:
