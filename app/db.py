@@ -15,9 +15,10 @@ from typing import Annotated, Any, Protocol, cast
 from anyio import CancelScope
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
+from psycopg import Connection as PsycopgConnection
 from psycopg import OperationalError as PsycopgOperationalError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
-from sqlalchemy import ColumnElement, Engine, any_, bindparam, create_engine, event, text
+from sqlalchemy import ColumnElement, Connection, Engine, any_, bindparam, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import psycopg
 from sqlalchemy.engine import make_url
@@ -288,6 +289,15 @@ def make_async_pool(url: str, max_size: int = 16) -> AsyncConnectionPool:
         timeout=DATABASE_WAIT_SECONDS,
         open=False,
     )
+
+
+def psycopg_connection(connection: Connection) -> PsycopgConnection[Any]:
+    """The psycopg connection under a SQLAlchemy one, for a PsycopgStatement run on it directly (an
+    OperationalError when SQLAlchemy has already let it go)."""
+    driver = connection.connection.driver_connection
+    if not isinstance(driver, PsycopgConnection):
+        raise PsycopgOperationalError("the connection is closed")
+    return driver
 
 
 @dataclass(frozen=True)

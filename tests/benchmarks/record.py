@@ -28,6 +28,7 @@ from send_rig import SECRET_KEY, prepare_database, seed_campaign
 from app.config import Settings
 from app.db import create_db_engine, make_write_session_factory
 from app.mail.sending.queue import Claimed, Outcome, SendResult
+from app.mail.sending.recorder import GROUP_SIZE
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import MaildirTransport
 from app.mail.sending.worker import SendConfig, SendWorker
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_DATABASE_URL))
     parser.add_argument("--emails", type=int, default=6400)
-    parser.add_argument("--group", type=int, default=16, help="outcomes a write (the recorder's GROUP_SIZE)")
+    parser.add_argument("--group", type=int, default=GROUP_SIZE, help="outcomes a write (the recorder's)")
     args = parser.parse_args(argv)
     prepare_database(args.database_url)
     seed_campaign(args.database_url, args.emails)

@@ -23,7 +23,10 @@ from app.mail.sending.queue import Outcome
 
 log = logging.getLogger("tidings.sending")
 
-GROUP_SIZE = 16
+# The largest group that keeps what a kill -9 can leave sent twice within 50 emails with the default
+# eight connections: 8 on the wire + 2 groups of 21. Each group is one statement and a thread hop, so
+# fewer, larger groups cost less CPU an email (a quarter fewer than with 16).
+GROUP_SIZE = 21
 FLUSH_INTERVAL = 0.01
 
 
@@ -54,20 +57,22 @@ class OutcomeRecorder:
         self._writer: asyncio.Task[None] | None = None
 
     def add(self, outcome: Outcome) -> None:
-        self._bind_to_running_loop()
+        # Bound to the running loop only when a writer starts: while one runs, it runs on this loop
+        # (asyncio.run ends by cancelling the tasks left), and add and room are called once an email.
+        if self._writer is None or self._writer.done():
+            self._bind_to_running_loop()
+            self._writer = asyncio.get_running_loop().create_task(self._write_while_pending())
         self._pending.append(outcome)
         self._added += 1
         if len(self._pending) >= self._group_size:
             self._full.set()
             self._room.clear()
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.get_running_loop().create_task(self._write_while_pending())
 
     async def room(self) -> None:
         """Wait, before starting another email, until the filling group is not full: it is only while
         the group before it is still being written."""
-        self._bind_to_running_loop()
         while len(self._pending) >= self._group_size:
+            self._bind_to_running_loop()
             await self._room.wait()
 
     async def flush(self) -> None:
