@@ -5,7 +5,8 @@ holds only the kept item, sent with its Send button; a webhook's test event seen
 a domain's DKIM record after `tidings dkim create`; the audience pages (home, contacts with a bulk
 action, lists, fields, suppressions, forms, automations); a CSV imported with a mapped column, a
 campaign written, previewed as a contact, tested, sent and read in its report (the open recorded by
-the pixel), and a larger one paused and resumed while it sends. Every page is checked with axe (no serious or
+the pixel), and a larger one paused and resumed while it sends; the web version of an email and the
+public archive a reader opens. Every page is checked with axe (no serious or
 critical violation), at 375 px wide, with no console error, and no request leaving the service. One
 server for the module."""
 
@@ -595,3 +596,56 @@ def _screenshot(page: Any) -> None:
 
 def _bulk(served: Served) -> list[Any]:
     return [mail for mail in served.sink.received if mail.recipients[0].startswith("bulk-")]
+
+
+WEB_VERSION = re.compile(r'href="([^"]+/w/[^"]+)"')
+
+
+def test_the_web_version_and_the_public_archive_in_the_browser(visitor: Visitor, served: Served) -> None:
+    """What a reader opens without signing in: the "view in browser" link of an email they got, and the
+    account's public archive (its page, a campaign in it, its Atom feed)."""
+    page, base = visitor.page, served.base
+    api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
+    readers = api.post("/lists", json={"name": "Archive readers"}).json()["id"]
+    api.post(
+        "/contacts", json={"email": "reader@example.net", "first_name": "Rea", "lists": [readers]}
+    ).raise_for_status()
+    me = api.patch("/me", json={"public_archive": True})
+    me.raise_for_status()
+    made = api.post(
+        "/campaigns",
+        json={
+            "title": "Archived",
+            "subject": "News for {{ first_name | friends }}",
+            "html": "<p>Hello {{ first_name | friend }}</p><p><a href='https://example.com/a'>More</a></p>",
+            "from_name": "Walker",
+            "from_email": "walker@example.com",
+            "lists": [readers],
+            "public_archive": True,
+        },
+    )
+    made.raise_for_status()
+    campaign_id = made.json()["id"]
+    api.post(f"/campaigns/{campaign_id}/send").raise_for_status()
+    got = eventually(lambda: served.sink.to("reader@example.net"), "the reader's email")
+    link = WEB_VERSION.search(got[0].part("html"))
+    assert link is not None
+    web_version = link.group(1).replace("&amp;", "&")
+
+    # The email as Rea got it, a page of its own that passes the same checks as the console's.
+    visitor.open(web_version)
+    assert "Hello Rea" in (page.text_content("body") or "")
+    forged = web_version[:-1] + ("A" if web_version[-1] != "A" else "B")
+    assert httpx.get(forged).status_code == 404
+
+    # The archive: its page links to the campaign, filled with the fallbacks (no one's name).
+    user_id = me.json()["id"]
+    visitor.open(f"{base}/archive/{user_id}")
+    page.get_by_role("link", name="News for friends").click()
+    page.wait_for_load_state()
+    visitor.check()
+    assert "Hello friend" in (page.text_content("body") or "")
+    feed = httpx.get(f"{base}/archive/{user_id}/feed.atom")
+    assert feed.status_code == 200
+    assert feed.headers["content-type"].startswith("application/atom+xml")
+    assert "News for friends" in feed.text

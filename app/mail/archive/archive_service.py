@@ -17,6 +17,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
+from app.mail.archive.web_version_service import web_page
 from app.mail.campaigns.campaign_preview_service import UNTRACKED, MailContext
 from app.mail.sending.render import Recipient, compile_stored, fill_parts, with_fallbacks
 from app.models import Account, Campaign, User
@@ -91,4 +92,4 @@ def archived_email(session: Session, user_id: int, campaign_id: int, context: Ma
     if campaign is None:
         return None
     compiled = compile_stored(campaign, account_tracks_opens=False)
-    return fill_parts(compiled, READER_WITHOUT_NAMES, context.tokens, context.base_url).html
+    return web_page(fill_parts(compiled, READER_WITHOUT_NAMES, context.tokens, context.base_url))

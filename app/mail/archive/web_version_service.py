@@ -10,12 +10,15 @@ campaign to a reader without names (the merge tags' fallbacks), counting nothing
 
 from __future__ import annotations
 
+import html
+import re
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.mail.campaigns.campaign_preview_service import UNTRACKED, MailContext
 from app.mail.sending.queue import custom_fields_of
-from app.mail.sending.render import Recipient, compile_stored, fill_parts
+from app.mail.sending.render import Filled, Recipient, compile_stored, fill_parts
 from app.models import Account, Campaign, Contact, Deliverable
 
 
@@ -45,4 +48,35 @@ def web_version_html(
         recipient = Recipient(deliverable_id, row.email, row.first_name, row.last_name, fields)
     tracks_opens = session.scalar(select(Account.track_opens).where(Account.id == campaign.account_id))
     compiled = compile_stored(campaign, account_tracks_opens=bool(tracks_opens))
-    return fill_parts(compiled, recipient, context.tokens, context.base_url).html
+    return web_page(fill_parts(compiled, recipient, context.tokens, context.base_url))
+
+
+HTML_TAG = re.compile(r"<html\b[^>]*>", re.IGNORECASE)
+HEAD_TAG = re.compile(r"<head\b[^>]*>", re.IGNORECASE)
+HAS_TITLE = re.compile(r"<title\b", re.IGNORECASE)
+HAS_LANG = re.compile(r"\blang\s*=", re.IGNORECASE)
+# A campaign names no language: a page that does not say its own is read as English (the console's).
+DEFAULT_LANG = "en"
+
+
+def web_page(filled: Filled) -> str:
+    """The filled email as a page of its own: an email's html is often a fragment, and a page needs a
+    language and a title (the subject) for a screen reader and a browser's tab. A whole document keeps
+    what it says and gets only what it lacks."""
+    title = f"<title>{html.escape(filled.subject, quote=False)}</title>"
+    body = filled.html
+    opening = HTML_TAG.search(body)
+    if opening is None:
+        return (
+            f'<!DOCTYPE html><html lang="{DEFAULT_LANG}"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"{title}</head><body>{body}</body></html>"
+        )
+    if not HAS_TITLE.search(body):
+        head = HEAD_TAG.search(body, opening.end())
+        at = head.end() if head is not None else opening.end()
+        body = body[:at] + (title if head is not None else f"<head>{title}</head>") + body[at:]
+    if not HAS_LANG.search(opening.group(0)):
+        tag = opening.group(0)
+        body = body[: opening.start()] + f'{tag[:-1]} lang="{DEFAULT_LANG}">' + body[opening.end() :]
+    return body

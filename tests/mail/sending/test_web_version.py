@@ -12,6 +12,8 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.kit.ratelimit import RateLimiter
+from app.mail.archive.web_version_service import web_page
+from app.mail.sending.render import Filled
 from app.mail.sending.tokens import MailTokens
 from tests.conftest import ApiUser
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
@@ -122,3 +124,25 @@ def test_the_page_is_limited_per_client(
     answers = [client.get(path) for _ in range(3)]
     assert [a.status_code for a in answers] == [200, 200, 429]
     assert "Retry-After" in answers[-1].headers
+
+
+def _filled(html: str, subject: str = "Hi <you>") -> Filled:
+    return Filled(subject=subject, html=html, text="", unsubscribe_url="")
+
+
+def test_a_fragment_becomes_a_page_with_a_language_and_the_subject_as_its_title() -> None:
+    page = web_page(_filled("<p>Hello</p>"))
+    assert page.startswith('<!DOCTYPE html><html lang="en"><head>')
+    assert "<title>Hi &lt;you&gt;</title>" in page
+    assert page.endswith("<body><p>Hello</p></body></html>")
+
+
+def test_a_whole_document_gets_only_what_it_lacks() -> None:
+    assert web_page(_filled("<html><head><style>p{}</style></head><body>x</body></html>")) == (
+        '<html lang="en"><head><title>Hi &lt;you&gt;</title><style>p{}</style></head><body>x</body></html>'
+    )
+    assert web_page(_filled("<HTML class='m'><body>x</body></HTML>")) == (
+        "<HTML class='m' lang=\"en\"><head><title>Hi &lt;you&gt;</title></head><body>x</body></HTML>"
+    )
+    own = '<html lang="de"><head><title>Neu</title></head><body>x</body></html>'
+    assert web_page(_filled(own)) == own
