@@ -6,10 +6,12 @@ again, and resumed: every recipient gets exactly one email. A second campaign is
 cancelled. Stats count what the relay accepted. The same once through `tidings serve` alone (its own
 scheduler sends, on uvloop).
 
-The issue asks for 20,000 recipients; these use 1,200 and 800: on the two shared cores of CI a
+The issue asks for 20,000 recipients; CI uses 1,200 and 800: on the two shared cores of CI a
 20,000-recipient run takes about a minute per database per variant, and what is checked (the pause's
 and the cancel's effect on claimed, in-flight and queued emails, across a kill) does not depend on the
 size beyond a few claimed batches, which the small `TIDINGS_SEND_BATCH_SIZE` gives.
+`TIDINGS_TEST_PAUSE_RECIPIENTS=20000` runs the first campaign at the issue's size (the second at two
+thirds of it), as docs/performance.md reports.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from tests.processes import Running, committed_users, shipped_serve, shipped_wor
 from tests.shipped import api, created, wait_until
 from tests.smtp_sink import SmtpSink, running_sink
 
-FIRST = 1200
-SECOND = 800
+FIRST = int(os.environ.get("TIDINGS_TEST_PAUSE_RECIPIENTS", "1200"))
+SECOND = FIRST * 2 // 3
 SETTINGS = {"TIDINGS_SEND_BATCH_SIZE": "40", "TIDINGS_SEND_LANES": "2", "TIDINGS_SEND_LEASE_SECONDS": "20"}
 
 
