@@ -608,7 +608,7 @@ def test_the_web_version_and_the_public_archive_in_the_browser(visitor: Visitor,
     api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {served.token}"})
     readers = api.post("/lists", json={"name": "Archive readers"}).json()["id"]
     api.post(
-        "/contacts", json={"email": "reader@example.net", "first_name": "Rea", "lists": [readers]}
+        "/contacts", json={"email": "archive-reader@example.net", "first_name": "Rea", "lists": [readers]}
     ).raise_for_status()
     me = api.patch("/me", json={"public_archive": True})
     me.raise_for_status()
@@ -627,7 +627,7 @@ def test_the_web_version_and_the_public_archive_in_the_browser(visitor: Visitor,
     made.raise_for_status()
     campaign_id = made.json()["id"]
     api.post(f"/campaigns/{campaign_id}/send").raise_for_status()
-    got = eventually(lambda: served.sink.to("reader@example.net"), "the reader's email")
+    got = eventually(lambda: served.sink.to("archive-reader@example.net"), "the reader's email")
     link = WEB_VERSION.search(got[0].part("html"))
     assert link is not None
     web_version = link.group(1).replace("&amp;", "&")

@@ -1,7 +1,7 @@
 """The headers receivers reward, on every email a real send worker hands to the loopback SMTP server,
 each parsed with the standard library's strict policy: List-Id of the campaign's list, Feedback-ID,
-header lines under 78 characters, alt text in the text part, a Message-ID under the From domain that
-tells no count, EHLO with the base URL's host."""
+header lines under 78 characters, alt text in a quoted-printable text part, a Message-ID under the
+From domain that tells no count, EHLO with the base URL's host."""
 
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ def test_every_sent_email_carries_the_headers_and_parses_strictly(
         assert unsubscribe.startswith(f"<{BASE}/u/") and "<mailto:unsubscribe+" in unsubscribe
         text = message.get_body(("plain",)).get_content()
         assert "Half price: all week" in text
+        assert message.get_body(("plain",))["Content-Transfer-Encoding"] == "quoted-printable"
         # Message-ID under the From domain, and opaque: only the secret key reads the email from it.
         token, _, domain = str(message["Message-ID"]).strip("<>").partition("@")
         assert domain == "example.com" and re.fullmatch("[0-9a-f]{32}", token)

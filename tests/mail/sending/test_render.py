@@ -4,10 +4,13 @@ fails one recipient, never the campaign."""
 
 from __future__ import annotations
 
+import email
+import email.policy
 from typing import Any
 from urllib.parse import urlsplit
 
-from app.mail.sending.render import Recipient, compile_campaign, html_to_text, render
+from app.mail.sending.render import Recipient, compile_campaign, html_to_text, multipart_alternative, render
+from app.mail.sending.smtp import WireMessage
 from app.mail.sending.tokens import MailTokens
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
 
@@ -172,3 +175,22 @@ def test_braces_written_as_character_references_stay_braces_in_both_parts() -> N
     click = next(part for part in body.split('"') if "/t/c/" in part)
     _, url = TOKENS.read_click(urlsplit(click).path.rsplit("/", 1)[1]) or (0, "")
     assert url == "https://example.com/?q={{email}}"
+
+
+def test_a_mostly_ascii_text_part_is_quoted_printable_and_another_script_base64() -> None:
+    """Spam filters score base64 plain text; quoted-printable of mostly ASCII text reads as it is. The
+    message stays ready for DATA as it is: CRLF only, no line starting with "." (not dot-stuffed)."""
+    texts = {
+        "quoted-printable": "Price = 10 EUR, caf\u00e9 \n.a line with a dot\ntrailing space \n"
+        + "long " * 40,
+        "base64": "\u041f\u0440\u0438\u0432\u0435\u0442, \u043a\u0430\u043a \u0434\u0435\u043b\u0430?\n",
+    }
+    for encoding, text in texts.items():
+        message = multipart_alternative(["From: <a@example.com>", "Subject: s"], text, "<p>x</p>")
+        assert isinstance(message, WireMessage)
+        assert message.count(b"\n") == message.count(b"\r\n") and b"\n." not in message
+        assert all(len(line) <= 78 for line in message.split(b"\r\n"))
+        parsed: Any = email.message_from_bytes(message, policy=email.policy.strict)
+        part = parsed.get_body(("plain",))
+        assert part["Content-Transfer-Encoding"] == encoding
+        assert part.get_content().replace("\r\n", "\n") == text
