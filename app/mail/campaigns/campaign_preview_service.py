@@ -175,7 +175,12 @@ async def _send(smtp_url: str, outbox: Path, emails: list[Rendered]) -> list[str
         async with asyncio.timeout(SEND_TIMEOUT_SECONDS):
             for rendered in emails:
                 try:
-                    await transport.send(rendered.envelope_from, rendered.envelope_to, rendered.message)
+                    await transport.send(
+                        rendered.envelope_from,
+                        rendered.envelope_to,
+                        rendered.message,
+                        rendered.sending_domain,
+                    )
                 except PermanentFailure as exc:
                     log.info(
                         "a test email to @%s was refused: %s", rendered.envelope_to.rpartition("@")[2], exc

@@ -222,7 +222,8 @@ async def send_confirmation(
         transport = make_transport(settings.smtp_url, settings.outbox_path, 1, settings.ehlo_name)
         async with asyncio.timeout(SEND_TIMEOUT_SECONDS):
             message = email.message if dkim is None else dkim.sign(email.message, email.envelope_from)
-            await transport.send(email.envelope_from, email.envelope_to, message)
+            sending_domain = email.envelope_from.rpartition("@")[2].lower()
+            await transport.send(email.envelope_from, email.envelope_to, message, sending_domain)
     except PermanentFailure as exc:
         if exc.bounce:
             log.info("form %s: the relay refused a confirmation to @%s: %s", form.id, domain, exc)

@@ -188,6 +188,8 @@ class Rendered:
     envelope_to: str
     message: bytes
     message_id: str
+    # The From address's domain: a sending domain may have relays of its own (TIDINGS_SMTP_URL).
+    sending_domain: str = ""
 
 
 STANDARD_FIELDS = {"first_name", "last_name", "email", UNSUBSCRIBE_TAG, WEB_VERSION_TAG}
@@ -400,7 +402,7 @@ def render(
         if bounce_domain
         else compiled.from_email
     )
-    return Rendered(envelope_from, to_email, message, message_id)
+    return Rendered(envelope_from, to_email, message, message_id, compiled.from_domain)
 
 
 def _unsubscribe_mailto(tokens: MailTokens, deliverable_id: int, bounce_domain: str) -> str:

@@ -19,6 +19,7 @@ from app.config import Settings
 from app.models import Deliverable
 from tests.conftest import ApiUser
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
+from tests.smtp_sink import running_sink
 
 
 @pytest.fixture(autouse=True)
@@ -158,3 +159,19 @@ def test_a_relay_that_refuses_every_address_is_a_503(
     )
     assert answer.status_code == 503
     assert answer.headers["Retry-After"] == "60"
+
+
+def test_a_test_send_goes_through_the_from_domains_own_relay(
+    client: TestClient, api_user: ApiUser, smtp_sink: SmtpSink, settings: Settings
+) -> None:
+    """TIDINGS_SMTP_URL may give a sending domain relays of its own: a test email goes where the
+    campaign's own emails would."""
+    with running_sink() as own:
+        settings.smtp_url = f"{smtp_sink.url}, {own.url}?domains=example.com"
+        campaign_id = campaign_with_list(client, api_user.headers, ["ann@example.com"])  # news@example.com
+        answer = client.post(
+            f"/campaigns/{campaign_id}/test", json={"emails": ["me@example.net"]}, headers=api_user.headers
+        )
+        assert answer.status_code == 200, answer.text
+        assert [r.recipients for r in own.received] == [["me@example.net"]]
+        assert smtp_sink.received == []
