@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from alembic import context
 from sqlalchemy import Connection, text
 
@@ -32,15 +35,33 @@ def _run(connection: Connection) -> None:
         context.run_migrations()
 
 
+@contextmanager
+def _foreign_keys_off(connection: Connection) -> Iterator[None]:
+    """SQLite's batch mode rebuilds a table (a copy, DROP TABLE, a rename), and with foreign keys on the
+    DROP first deletes every row, cascading to the tables that reference it: rebuilding `accounts` would
+    empty contacts, campaigns and suppressions. Off for the migration (set outside a transaction, on the
+    driver's connection, where SQLite honours it), on again after."""
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    driver = connection.connection.driver_connection
+    driver.execute("PRAGMA foreign_keys=OFF")
+    try:
+        yield
+    finally:
+        driver.execute("PRAGMA foreign_keys=ON")
+
+
 def run_migrations_online() -> None:
     connection = config.attributes.get("connection")
     if connection is not None:
-        _run(connection)
+        with _foreign_keys_off(connection):
+            _run(connection)
         return
     url = config.attributes.get("url") or Settings().database_url
     engine = create_db_engine(url)
     try:
-        with engine.connect() as conn:
+        with engine.connect() as conn, _foreign_keys_off(conn):
             _run(conn)
             conn.commit()
     finally:

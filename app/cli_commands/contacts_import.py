@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 
 contacts_cli = typer.Typer(no_args_is_help=True, help="Contacts.")
 
+# contact_import.IMPORT_BATCH, the console's too; written here because the command line loads the mail
+# modules only once a command runs.
 IMPORT_BATCH = 1000
+
 T = TypeVar("T")
 
 

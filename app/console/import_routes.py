@@ -19,15 +19,12 @@ from app.kit.errors import DomainError
 from app.mail import import_uploads
 from app.mail.contact_import import (
     DELIMITERS,
+    IMPORT_BATCH,
     ColumnMap,
-    RowProblem,
     check_import_lists,
     count_csv_rows,
     csv_header,
     guess_delimiter,
-    import_batch,
-    import_rows,
-    read_csv_rows,
 )
 from app.mail.field_service import field_views
 from app.mail.list_service import account_lists
@@ -36,7 +33,7 @@ router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_o
 IMPORT = CONSOLE + "/contacts/import"
 # A CSV of 100,000 contacts with a few fields is about 10 MB.
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
-BATCH = 1000
+PROGRESS_REFRESH_SECONDS = 2
 PROBLEMS_SHOWN = 100
 # Header names read as the email and the names (compared lowercase, without spaces, dashes, underscores).
 GUESSES = {
@@ -157,7 +154,8 @@ def _columns(header: list[str], form: PostedForm) -> tuple[ColumnMap, dict[int, 
 @router.post(IMPORT + "/{token}")
 def import_submit(token: str, me: ConsoleUser, form: PostedForm) -> Response:
     """Checks the whole file first (as the command does: nothing is written when it cannot be read),
-    then imports it in batches within this request's transaction."""
+    then imports it: a file of one batch at once, a larger one in the background, a transaction a batch
+    as the command does; the progress page shows how far it got, then the report."""
     path = import_uploads.upload_path(me.account_id, token)
     delimiter = form.text("delimiter") if form.text("delimiter") in DELIMITERS else "comma"
     if form.text("action") == "reread":
@@ -181,19 +179,39 @@ def import_submit(token: str, me: ConsoleUser, form: PostedForm) -> Response:
             chosen_lists=lists,
             status=refused.status,
         )
-    problems: list[RowProblem] = []
-    tally = import_rows(
-        read_csv_rows(path, columns, DELIMITERS[delimiter], file_name),
+    job = import_uploads.ImportJob(
+        me.account_id,
+        me.user.email,
+        token,
+        path,
+        columns,
+        DELIMITERS[delimiter],
+        file_name,
         list_ids,
-        write_batch=lambda batch: import_batch(me.db, me.user.email, batch),
-        report=problems.append,
-        advance=lambda rows: None,
-        batch_size=BATCH,
-        columns=columns,
+        rows,
     )
-    summary = import_uploads.summary_of(tally, file_name, rows)
-    import_uploads.save_report(me.account_id, token, summary, problems)
-    return me.redirect(f"{IMPORT}/{token}/report")
+    if rows <= IMPORT_BATCH:
+        job.run_in(me.db)
+    else:
+        job.start_in_background(me.db)
+    return me.redirect(f"{IMPORT}/{token}/progress")
+
+
+@router.get(IMPORT + "/{token}/progress")
+def progress_page(token: str, me: ConsoleUser) -> Response:
+    """Rows done of the file while it runs (the page reloads itself, no script needed), then the
+    report."""
+    if import_uploads.is_reported(me.account_id, token):
+        return me.redirect(f"{IMPORT}/{token}/report")
+    progress = import_uploads.read_progress(me.account_id, token)
+    return me.page(
+        "contacts/import_progress.html",
+        section="contacts",
+        token=token,
+        progress=progress,
+        file_name=import_uploads.upload_name(me.account_id, token),
+        refresh_seconds=PROGRESS_REFRESH_SECONDS,
+    )
 
 
 @router.get(IMPORT + "/{token}/report")

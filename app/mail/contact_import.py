@@ -21,6 +21,9 @@ from app.mail.contact_service import ContactWrite, upsert_contacts
 from app.mail.specs import BatchContact
 from app.models import Account, Contact
 
+# Rows written a transaction: the command's default and the console's.
+IMPORT_BATCH = 1000
+
 EMAIL_COLUMN = "email"
 NAME_COLUMNS = ("first_name", "last_name")
 

@@ -45,9 +45,9 @@ class Campaign(Timestamped, Base):
     preheader: Mapped[str | None] = mapped_column(String(255), default=None)
     reply_to: Mapped[str | None] = mapped_column(String(191), default=None)
     # Whether its emails carry the open pixel (and the account's own switch must allow it too).
-    track_opens: Mapped[bool] = mapped_column(default=True, server_default=true())
+    track_opens: Mapped[bool] = mapped_column(server_default=true())
     # Listed in its account's public archive once sent (when the account has one).
-    public_archive: Mapped[bool] = mapped_column(default=False, server_default=false())
+    public_archive: Mapped[bool] = mapped_column(server_default=false())
     from_name: Mapped[str] = mapped_column(String(191))
     from_email: Mapped[str] = mapped_column(String(191))
     timezone: Mapped[str | None] = mapped_column(String(64), default=None)

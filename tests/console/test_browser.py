@@ -470,6 +470,20 @@ def test_a_campaign_from_import_to_report_in_the_browser(
     visitor.click("Import")
     assert (page.text_content("#import-created") or "").strip() == "2"
 
+    # A file larger than a batch is imported in the background: its progress page, then the report.
+    larger = tmp_path / "larger.csv"
+    larger.write_text("email\n" + "".join(f"many-{n}@example.net\n" for n in range(2500)), encoding="utf-8")
+    visitor.open(base + "/console/contacts/import")
+    page.get_by_label("CSV file").set_input_files(str(larger))
+    visitor.click("Upload")
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.wait_for_load_state()
+    if page.locator("#import-progress").count():
+        visitor.check()  # while it runs; its script takes the person to the report at the end
+    page.wait_for_selector("#import-created", timeout=WAIT_SECONDS * 1000)
+    visitor.check()
+    assert (page.text_content("#import-created") or "").strip() == "2500"
+
     # Write it, previewed as Ann as it is typed.
     visitor.open(base + "/console/campaigns")
     page.get_by_role("link", name="Write a new campaign").click()

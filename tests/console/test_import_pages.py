@@ -5,6 +5,8 @@ with a cap; another account's upload is not found; a cross-site upload is refuse
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
@@ -12,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.console.import_routes import MAX_UPLOAD_BYTES
+from app.mail import import_uploads
 from app.mail.list_service import make_list
 from app.models import Contact
 from tests.authroutes.conftest import SAME_ORIGIN, Person, sign_in
@@ -59,11 +62,16 @@ def test_upload_map_import_and_report(console: TestClient, db: Session, person: 
         },
     )
     assert done.status_code == 303, done.text
-    report = console.get(done.headers["location"])
+    # A file of one batch is imported at once: its progress page leads straight to the report.
+    progress = console.get(done.headers["location"], follow_redirects=False)
+    assert progress.status_code == 303
+    report_path = progress.headers["location"]
+    assert report_path.endswith("/report")
+    report = console.get(report_path)
     assert report.status_code == 200
     assert '<dd id="import-created">2</dd>' in report.text and '<dd id="import-skipped">2</dd>' in report.text
     assert "<td>3</td><td>not-an-email</td>" in report.text and "no email" in report.text
-    download = console.get(done.headers["location"] + ".csv")
+    download = console.get(report_path + ".csv")
     assert download.headers["content-type"].startswith("text/csv")
     assert download.text.splitlines()[0] == "line,value,reason" and len(download.text.splitlines()) == 3
 
@@ -78,7 +86,9 @@ def test_upload_map_import_and_report(console: TestClient, db: Session, person: 
     # Importing again updates: nothing is created twice.
     again = _upload(console, CSV)
     redo = console.post(again, data={"delimiter": "semicolon", "column_0": "email", "action": "import"})
-    assert '<dd id="import-updated">2</dd>' in console.get(redo.headers["location"]).text
+    assert (
+        '<dd id="import-updated">2</dd>' in console.get(redo.headers["location"], follow_redirects=True).text
+    )
 
 
 def test_refusals(
@@ -110,3 +120,28 @@ def test_refusals(
         headers={"Origin": "https://evil.example"},
     )
     assert foreign.status_code == 403
+
+
+def test_the_progress_page_of_an_import_in_the_background(console: TestClient, person: Person) -> None:
+    """What a larger file's page shows while it runs (the page's script looks at its status again), when
+    it failed, and when it has not moved for a while; the import itself runs in a real server
+    (test_browser.py)."""
+    token = _upload(console, CSV).rsplit("/", 1)[1]
+    page = f"/console/contacts/import/{token}/progress"
+    assert console.get(page).status_code == 404  # not started
+    import_uploads.save_progress(person.account_id, token, 2000, 5000)
+    running = console.get(page)
+    assert running.status_code == 200
+    assert 'data-refresh="2"' in running.text
+    assert '<span id="import-done">2000</span> of 5000' in running.text
+    import_uploads.save_progress(person.account_id, token, 3000, 5000, failed="the database went away")
+    failed = console.get(page).text
+    assert (
+        "stopped after 3000 of 5000 rows: the database went away" in failed and "data-refresh" not in failed
+    )
+    progress_file = import_uploads.UPLOADS / f"{person.account_id}-{token}.progress"
+    import_uploads.save_progress(person.account_id, token, 4000, 5000)
+    old = time.time() - import_uploads.STALLED_SECONDS - 1
+    os.utime(progress_file, (old, old))
+    stalled = console.get(page).text
+    assert "has not moved for a while after 4000 of 5000 rows" in stalled and "data-refresh" not in stalled

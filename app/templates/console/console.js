@@ -56,12 +56,14 @@ document.addEventListener("DOMContentLoaded", () => {
       area.dispatchEvent(new Event("input", { bubbles: true }));
     });
   }
-  // A region marked data-refresh (a campaign's sending progress) is fetched again every that many
+  // A region marked data-refresh (a campaign's sending progress, an import's) is fetched again every that many
   // seconds and swapped in, until the page answered no longer marks it.
   for (const region of document.querySelectorAll("[data-refresh]")) {
     const every = Number(region.dataset.refresh) * 1000;
     const again = async () => {
       const answer = await fetch(window.location.href, { credentials: "same-origin" });
+      // The page now leads elsewhere (an import's progress, once it ended, to its report): go there.
+      if (answer.redirected) return window.location.assign(answer.url);
       const fresh = new DOMParser().parseFromString(await answer.text(), "text/html").getElementById(region.id);
       if (!fresh) return;
       region.replaceChildren(...fresh.childNodes);
