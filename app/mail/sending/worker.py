@@ -393,7 +393,7 @@ class SendWorker:
             return outcome(SendResult.FAILED, error=f"render: {exc}"[:1000])
         try:
             await self.transport.send(
-                rendered.envelope_from, rendered.envelope_to, message, compiled.from_domain
+                rendered.envelope_from, rendered.envelope_to, message, rendered.sending_domain
             )
         except Deferred as exc:
             return outcome(SendResult.DEFERRED, error=str(exc)[:1000], defer_seconds=exc.delay)
