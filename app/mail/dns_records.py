@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import dns.asyncresolver
 import dns.exception
 import dns.resolver
-from sqlalchemy import distinct, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.kit.errors import DomainError
@@ -64,7 +64,7 @@ class RecordCheck:
 def sending_domains(session: Session, account_id: int, user_email: str) -> list[str]:
     """The domains the account sends from: its campaigns' From addresses and its user's own address."""
     addresses = set(
-        session.scalars(select(distinct(Campaign.from_email)).where(Campaign.account_id == account_id))
+        session.scalars(select(Campaign.from_email).where(Campaign.account_id == account_id).distinct())
     )
     addresses.add(user_email)
     domains = set()
