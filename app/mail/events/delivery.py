@@ -6,6 +6,7 @@ claims or records while the other waits on receivers."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from datetime import timedelta
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -21,6 +22,13 @@ from app.mail.events.campaign_finish import finish_campaigns
 from app.mail.events.queue import Attempted, ClaimedEvent, claim_events, record_attempts, take_back_stale
 
 DELIVERY_LANES = 2
+
+
+@functools.lru_cache(maxsize=256)
+def signer(secret: str) -> Webhook:
+    """A webhook's signer, kept across calls (it decodes the secret once); bounded, since secrets are
+    rotated and a long-running worker would otherwise keep every one it ever saw."""
+    return Webhook(secret)
 
 
 def message_id(event_id: int) -> str:
@@ -42,7 +50,6 @@ class EventDelivery(JobSet):
             user_agent=f"tidings events (+{settings.base_url})",
             max_connections=max(1, settings.event_concurrency),
         )
-        self._signers: dict[str, Webhook] = {}
         self._slots: asyncio.Semaphore | None = None
 
     @property
@@ -103,12 +110,6 @@ class EventDelivery(JobSet):
         with db.transaction(self.session_factory) as session:
             take_back_stale(session, utcnow())
 
-    def _signer(self, secret: str) -> Webhook:
-        signer = self._signers.get(secret)
-        if signer is None:
-            signer = self._signers[secret] = Webhook(secret)
-        return signer
-
     async def _send(self, event: ClaimedEvent) -> Attempted:
         async with self.slots:
             return await self._call(event)
@@ -122,7 +123,7 @@ class EventDelivery(JobSet):
             "webhook-timestamp": str(int(started.timestamp())),
             # Standard Webhooks: several signatures, space-separated; a receiver accepts any it can verify.
             "webhook-signature": " ".join(
-                self._signer(secret).sign(msg_id, started, event.body) for secret in event.secrets
+                signer(secret).sign(msg_id, started, event.body) for secret in event.secrets
             ),
         }
         result = await call_webhook(
