@@ -13,7 +13,6 @@ from app.kit.openapi import FORM, JSON, request_body
 from app.kit.responses import json_response
 from app.mail import contact_listing, contact_service
 from app.mail.input import MailInput, PagingDep, RowId, validate
-from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
 from app.mail.specs import (
     CONTACT_FILTER_PARAMETERS,
     SEARCH_PARAMETERS,
@@ -23,6 +22,7 @@ from app.mail.specs import (
     ContactUpdate,
     EmailOnly,
 )
+from app.mail.wire import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
 from app.models import Contact
 from app.state import app_state
 

@@ -10,7 +10,7 @@ from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.mail import field_service
 from app.mail.input import PagingDep
-from app.mail.schemas import ContactFieldOut, Page
+from app.mail.wire import ContactFieldOut, Page
 
 router = APIRouter(tags=["Contact fields"])
 

@@ -10,8 +10,8 @@ from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.mail import form_service
 from app.mail.input import MailInput, PagingDep, RowId, validate
-from app.mail.schemas import ErrorOut, FormOut, Page
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter
+from app.mail.wire import ErrorOut, FormOut, Page
 from app.models import Form
 
 router = APIRouter(tags=["Forms"])

@@ -12,8 +12,8 @@ from app.kit.openapi import FORM, JSON, request_body
 from app.kit.responses import json_response
 from app.mail import list_service
 from app.mail.input import MailInput, PagingDep, RowId, validate
-from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter, ListCreate
+from app.mail.wire import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.models import Contact
 from app.state import app_state
 

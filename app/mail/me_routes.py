@@ -12,8 +12,8 @@ from app.identity.dependencies import MailUser, PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail import me_service
 from app.mail.input import MailInput, validate
-from app.mail.schemas import ErrorOut, UserOut
 from app.mail.specs import AccountPreferences
+from app.mail.wire import ErrorOut, UserOut
 
 router = APIRouter(tags=["User"])
 EXTENSION: dict[str, Any] = {"x-tidings-extension": True}

@@ -7,8 +7,8 @@ from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
 from app.kit.time import utcnow
-from app.mail.schemas import UserOut
 from app.mail.specs import AccountPreferences
+from app.mail.wire import UserOut
 from app.models import Account
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
-from app.mail.schemas import CampaignStatsOut
+from app.mail.wire import CampaignStatsOut
 from app.models import Campaign, CampaignList, CampaignState, Deliverable, DeliverableState
 
 

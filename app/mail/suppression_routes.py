@@ -11,8 +11,8 @@ from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail import suppression_service
 from app.mail.input import MailInput, PagingDep, validate
-from app.mail.schemas import ErrorOut, MessageOut, Page, SuppressionOut, SuppressionsAddedOut
 from app.mail.specs import SuppressionCreate
+from app.mail.wire import ErrorOut, MessageOut, Page, SuppressionOut, SuppressionsAddedOut
 
 # Marked in the OpenAPI document as an extension: SendFox's API has no suppression list.
 EXTENSION: dict[str, Any] = {"x-tidings-extension": True}

@@ -30,8 +30,8 @@ from app.kit.errors import NotFound, ValidationFailed
 from app.kit.pagination import Paging
 from app.kit.time import utcnow
 from app.mail.common import paginate
-from app.mail.schemas import SuppressionOut
 from app.mail.specs import MAX_EMAIL_LENGTH, SuppressionCreate
+from app.mail.wire import SuppressionOut
 from app.models import Contact, Deliverable, DeliverableState, Suppression
 from app.models.base import UTCDateTime
 

@@ -12,7 +12,8 @@ from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail import webhook_service
 from app.mail.input import MailInput, PagingDep, validate
-from app.mail.schemas import (
+from app.mail.specs import WebhookCreate, WebhookRotate
+from app.mail.wire import (
     ErrorOut,
     MessageOut,
     Page,
@@ -21,7 +22,6 @@ from app.mail.schemas import (
     WebhookOut,
     WebhookSecretOut,
 )
-from app.mail.specs import WebhookCreate, WebhookRotate
 
 router = APIRouter(tags=["Webhooks"])
 

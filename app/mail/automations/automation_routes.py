@@ -11,8 +11,8 @@ from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail.automations import automation_service
 from app.mail.input import MailInput, PagingDep, RowId, validate
-from app.mail.schemas import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
+from app.mail.wire import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
 
 router = APIRouter(tags=["Automations"])
 

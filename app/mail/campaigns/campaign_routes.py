@@ -23,7 +23,15 @@ from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.campaigns.campaign_preview_service import mail_context_of
 from app.mail.dns_records import DnsRecord
 from app.mail.input import MailInput, PagingDep, RowId, validate
-from app.mail.schemas import (
+from app.mail.specs import (
+    PREVIEW_PARAMETERS,
+    CampaignCreate,
+    CampaignPreviewQuery,
+    CampaignTestSend,
+    CampaignUpdate,
+)
+from app.mail.stats import campaign_stats
+from app.mail.wire import (
     CampaignCheckOut,
     CampaignOut,
     CampaignPreviewOut,
@@ -34,14 +42,6 @@ from app.mail.schemas import (
     Page,
     TestSendOut,
 )
-from app.mail.specs import (
-    PREVIEW_PARAMETERS,
-    CampaignCreate,
-    CampaignPreviewQuery,
-    CampaignTestSend,
-    CampaignUpdate,
-)
-from app.mail.stats import campaign_stats
 from app.state import SettingsDep, app_state
 
 router = APIRouter(tags=["Campaigns"])
