@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
@@ -138,7 +136,7 @@ def delete_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> M
 )
 def contact_activity(
     id: RowId, paging: PagingDep, session: SessionDep, principal: PaidMailUser
-) -> dict[str, Any]:
+) -> ContactActivityOut:
     contact = contact_service.find_contact(session, principal, id)
     return contact_service.contact_activity(session, paging, contact)
 

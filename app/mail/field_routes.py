@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from app.db import SessionDep
@@ -16,5 +14,7 @@ router = APIRouter(tags=["Contact fields"])
 
 
 @router.get("/contact-fields", response_model=Page[ContactFieldOut], summary="List custom contact fields")
-def list_contact_fields(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def list_contact_fields(
+    paging: PagingDep, session: SessionDep, principal: PaidMailUser
+) -> Page[ContactFieldOut]:
     return field_service.fields_page(paging, session, principal)

@@ -29,7 +29,9 @@ router = APIRouter(tags=["Suppressions"])
     "by POST /suppressions), oldest first, 100 a page.",
     openapi_extra=EXTENSION,
 )
-def list_suppressions(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def list_suppressions(
+    paging: PagingDep, session: SessionDep, principal: PaidMailUser
+) -> Page[SuppressionOut]:
     return suppression_service.suppressions_page(session, paging, principal)
 
 
