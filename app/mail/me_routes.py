@@ -22,7 +22,7 @@ EXTENSION: dict[str, Any] = {"x-tidings-extension": True}
 @router.get("/me", response_model=UserOut, summary="The authenticated user")
 async def me(principal: MailUser) -> UserOut:
     # Async: it only reads the principal loaded by the dependency, so it need not take a worker thread.
-    return me_service.me_view(principal)
+    return me_service.me_wire(principal)
 
 
 @router.patch(
