@@ -33,7 +33,7 @@ from app.mail.events.emit import ContactEvent, emit_contact_events, emit_per_acc
 from app.mail.events.types import EventType
 from app.mail.field_service import set_field_values
 from app.mail.specs import BatchContact, ContactCreate, ContactFieldIn, ContactUpdate
-from app.mail.wire import ContactActivityOut, ContactActivitySummary, DeliverableActivity
+from app.mail.wire import ContactActivityOut, ContactActivitySummary, DeliverableActivity, row_wire
 from app.models import (
     Account,
     Campaign,
@@ -401,17 +401,7 @@ def activity_wire(session: Session, deliverables: list[Deliverable]) -> list[Del
         ).all()
     )
     return [
-        DeliverableActivity(
-            campaign_title=titles.get(d.campaign_id, ""),
-            campaign_id=d.campaign_id,
-            sent_at=d.sent_at,
-            opened_at=d.opened_at,
-            clicked_at=d.clicked_at,
-            bounced_at=d.bounced_at,
-            unsubscribed_at=d.unsubscribed_at,
-            spam_at=d.spam_at,
-        )
-        for d in deliverables
+        row_wire(DeliverableActivity, d, campaign_title=titles.get(d.campaign_id, "")) for d in deliverables
     ]
 
 

@@ -14,7 +14,7 @@ from app.mail.common import owned, paginate
 from app.mail.contact_listing import contacts_listing, contacts_page
 from app.mail.specs import ContactFilter
 from app.mail.stats import list_averages
-from app.mail.wire import ContactListOut, ListUsage, Page
+from app.mail.wire import ContactListOut, ListUsage, Page, row_wire
 from app.models import Automation, AutomationTrigger, Contact, ContactList, Form, FormList, ListMembership
 
 LISTS_PER_PAGE = 100
@@ -37,15 +37,12 @@ def lists_wire(session: Session, lists: list[ContactList]) -> list[ContactListOu
     )
     averages = list_averages(session, ids)
     return [
-        ContactListOut(
-            id=item.id,
-            name=item.name,
-            user_id=item.user_id,
+        row_wire(
+            ContactListOut,
+            item,
             contact_count=counts.get(item.id, 0),
             average_email_open_percent=averages.get(item.id, (0.0, 0.0))[0],
             average_email_click_percent=averages.get(item.id, (0.0, 0.0))[1],
-            created_at=item.created_at,
-            updated_at=item.updated_at,
         )
         for item in lists
     ]

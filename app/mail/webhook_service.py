@@ -19,7 +19,7 @@ from app.mail.events.delivery import message_id
 from app.mail.events.emit import emit_test_event
 from app.mail.events.types import EventType, mask_of
 from app.mail.specs import WebhookCreate, WebhookRotate
-from app.mail.wire import Page, WebhookAttemptOut, WebhookCreatedOut, WebhookOut, WebhookSecretOut
+from app.mail.wire import Page, WebhookAttemptOut, WebhookCreatedOut, WebhookOut, WebhookSecretOut, row_wire
 from app.models import AccountWebhook, WebhookAttempt, WebhookEvent
 
 WEBHOOKS_PER_PAGE = 100
@@ -131,14 +131,4 @@ def recent_attempts(
 
 
 def attempt_wire(attempt: WebhookAttempt) -> WebhookAttemptOut:
-    return WebhookAttemptOut(
-        id=attempt.id,
-        event_id=message_id(attempt.event_id),
-        event_type=attempt.event_type,
-        attempt=attempt.attempt,
-        state=attempt.state,
-        http_status=attempt.http_status,
-        error=attempt.error,
-        started_at=attempt.started_at,
-        completed_at=attempt.completed_at,
-    )
+    return row_wire(WebhookAttemptOut, attempt, event_id=message_id(attempt.event_id))

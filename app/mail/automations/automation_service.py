@@ -23,7 +23,14 @@ from app.mail.campaigns.campaign_service import campaigns_wire
 from app.mail.common import owned, paginate, valid_id
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 from app.mail.stats import campaign_stats
-from app.mail.wire import AutomationCampaignOut, AutomationItemOut, AutomationOut, AutomationTriggerOut, Page
+from app.mail.wire import (
+    AutomationCampaignOut,
+    AutomationItemOut,
+    AutomationOut,
+    AutomationTriggerOut,
+    Page,
+    row_wire,
+)
 from app.models import (
     Automation,
     AutomationItem,
@@ -60,13 +67,9 @@ def automations_wire(
         ):
             items[item.automation_id].append(item)
     return [
-        AutomationOut(
-            id=a.id,
-            user_id=a.user_id,
-            title=a.title,
-            active=a.active,
-            created_at=a.created_at,
-            updated_at=a.updated_at,
+        row_wire(
+            AutomationOut,
+            a,
             automation_triggers=[AutomationTriggerOut.model_validate(t) for t in triggers[a.id]],
             automation_items=items_wire(session, items[a.id], with_stats=with_stats) if items[a.id] else [],
         )
@@ -81,19 +84,7 @@ def items_wire(session: Session, items: list[AutomationItem], *, with_stats: boo
         view.id: AutomationCampaignOut(**dict(view), stats=stats.get(view.id))
         for view in campaigns_wire(session, campaigns)
     }
-    return [
-        AutomationItemOut(
-            id=i.id,
-            automation_id=i.automation_id,
-            campaign_id=i.campaign_id,
-            delay_hours=i.delay_hours,
-            send_order=i.send_order,
-            campaign=emails[i.campaign_id],
-            created_at=i.created_at,
-            updated_at=i.updated_at,
-        )
-        for i in items
-    ]
+    return [row_wire(AutomationItemOut, i, campaign=emails[i.campaign_id]) for i in items]
 
 
 def resolve_trigger(

@@ -28,7 +28,7 @@ from app.mail.campaigns.campaign_rules import (
 from app.mail.common import check_list_ids, paginate
 from app.mail.specs import CampaignCreate, CampaignUpdate
 from app.mail.stats import sending_totals
-from app.mail.wire import CampaignOut, Page
+from app.mail.wire import CampaignOut, Page, row_wire
 from app.models import Campaign, CampaignList, ContactList
 
 CAMPAIGNS_PER_PAGE = 100
@@ -52,30 +52,7 @@ def campaigns_wire(session: Session, campaigns: list[Campaign]) -> list[Campaign
         for campaign_id, list_id in rows:
             lists_of[campaign_id].append(list_id)
     return [
-        CampaignOut(
-            id=c.id,
-            title=c.title,
-            subject=c.subject,
-            html=c.html,
-            from_name=c.from_name,
-            from_email=c.from_email,
-            scheduled_at=c.scheduled_at,
-            sent_at=c.sent_at,
-            timezone=c.timezone,
-            lists=lists_of[c.id],
-            created_at=c.created_at,
-            updated_at=c.updated_at,
-            sent_count=totals[c.id].sent,
-            send_warning=c.send_warning,
-            last_delivery_error=c.last_delivery_error,
-            last_delivery_error_at=c.last_delivery_error_at,
-            text=c.text,
-            preheader=c.preheader,
-            reply_to=c.reply_to,
-            track_opens=c.track_opens,
-            public_archive=c.public_archive,
-            **totals[c.id].wire(c),
-        )
+        row_wire(CampaignOut, c, lists=lists_of[c.id], sent_count=totals[c.id].sent, **totals[c.id].wire(c))
         for c in campaigns
     ]
 
