@@ -20,7 +20,7 @@ from app.kit.v1_input import is_dry_run, read_cursor
 from app.kit.v1_wire import ErrorOut as FeedErrorOut
 from app.mail.events.described import events_openapi
 from app.mail.router import mail_router
-from app.mail.schemas import ErrorOut
+from app.mail.wire import ErrorOut
 from app.watches.actions import ACTIONS
 from app.watches.router import watch_routers
 

@@ -77,7 +77,7 @@ def owner(engine: Engine) -> Iterator[Owner]:
         _, token = create_personal_token(session, user)
         account_id = user.account_id
         made = make_list(session, account_id, user.id, "Chunked")
-        form = create_form(session, account_id, "Chunked", [made["id"]])
+        form = create_form(session, account_id, "Chunked", [made.id])
         session.commit()
         owner = Owner(token, form.id)
     try:

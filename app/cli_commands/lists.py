@@ -28,7 +28,7 @@ def lists_create(
 
     def work(session: Session) -> int:
         user = user_by_email(session, email)
-        return int(make_list(session, user.account_id, user.id, name)["id"])
+        return make_list(session, user.account_id, user.id, name).id
 
     typer.echo(with_session(settings, work))
 
@@ -45,6 +45,6 @@ def lists_list(email: Annotated[str, typer.Option(help="The account owner's emai
     )
     print_table(
         ["ID", "NAME", "CONTACTS", "CREATED"],
-        [[item["id"], item["name"], item["contact_count"], when(item["created_at"])] for item in lists],
+        [[item.id, item.name, item.contact_count, when(item.created_at)] for item in lists],
         empty="no lists",
     )

@@ -21,6 +21,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from app.console.pages import Form
+from app.kit.json_types import JsonObject
 from app.kit.v1_input import invalid
 from app.models import ActionKind
 from app.watches.actions import ACTIONS
@@ -176,7 +177,7 @@ def _entries(spec: ConfigField, text: str) -> Any:
     return entries
 
 
-def config_of_form(kind: str, form: Form) -> dict[str, Any]:
+def config_of_form(kind: str, form: Form) -> JsonObject:
     """The posted form as the config JSON the API takes: blank optional fields left out."""
     config: dict[str, Any] = {}
     for spec in fields_of(kind):

@@ -58,7 +58,7 @@ def create_automation_submit(me: ConsoleUser, form: PostedForm) -> Response:
         made = automation_service.create_automation(me.db, me.principal, body)
     except DomainError as refused:
         return _list_page(me, status=refused.status, errors=messages_of(refused))
-    return me.redirect(f"{AUTOMATIONS}/{made['id']}")
+    return me.redirect(f"{AUTOMATIONS}/{made.id}")
 
 
 def _automation_page(
@@ -70,9 +70,9 @@ def _automation_page(
         "automations/automation.html",
         section="automations",
         status=status,
-        automation=automation_service.automation_views(me.db, [automation], with_stats=True)[0],
+        automation=automation_service.automations_wire(me.db, [automation], with_stats=True)[0],
         triggers=TRIGGERS,
-        lists={item["id"]: item["name"] for item in list_service.account_lists(me.db, me.account_id)},
+        lists={item.id: item.name for item in list_service.account_lists(me.db, me.account_id)},
         members_total=total,
         members=members,
         **context,
@@ -114,7 +114,7 @@ def _email_page(me: ConsoleUser, item_id: int, *, status: int = 200, **context: 
         section="automations",
         status=status,
         automation=automation,
-        item=automation_service.item_views(me.db, [item], with_stats=False)[0],
+        item=automation_service.items_wire(me.db, [item], with_stats=False)[0],
         **context,
     )
 

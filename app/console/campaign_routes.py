@@ -6,7 +6,6 @@ for the paid plans as it is."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -28,12 +27,13 @@ from app.mail.campaigns import (
 )
 from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.common import page_of
-from app.mail.field_service import field_views
+from app.mail.field_service import counted_fields
 from app.mail.input import RawInput, RowId, normalize, validate
 from app.mail.list_service import account_lists
 from app.mail.sending.render import STANDARD_FIELDS, UNSUBSCRIBE_TAG
 from app.mail.specs import CampaignCreate, CampaignUpdate
 from app.mail.stats import campaign_stats
+from app.mail.wire import CampaignOut, CampaignPreviewOut, CampaignReportOut, ReportDay, ReportHour
 from app.models import Campaign, CampaignState
 from app.state import SettingsDep, app_state
 
@@ -64,7 +64,7 @@ def _paid(me: ConsoleUser) -> None:
     require_paid_plan(me.principal)
 
 
-def _values(form: Form | None, view: dict[str, Any] | None) -> dict[str, Any]:
+def _values(form: Form | None, view: CampaignOut | None) -> dict[str, Any]:
     """What the editor shows: the posted form, else the campaign, else blanks."""
     if form is not None:
         body_format = form.text("body_format")
@@ -76,13 +76,12 @@ def _values(form: Form | None, view: dict[str, Any] | None) -> dict[str, Any]:
             "track_opens": form.text("track_opens") == "yes",
             "preview_as": form.text("preview_as"),
         }
-    view = view or {}
     return {
-        **{name: view.get(name) or "" for name in EDITED},
-        "body": view.get("html") or "",
+        **{name: (getattr(view, name) if view else None) or "" for name in EDITED},
+        "body": view.html if view else "",
         "body_format": "html",
-        "lists": [str(list_id) for list_id in view.get("lists", [])],
-        "track_opens": view.get("track_opens", True),
+        "lists": [str(list_id) for list_id in view.lists] if view else [],
+        "track_opens": view.track_opens if view else True,
         "preview_as": "",
     }
 
@@ -103,13 +102,13 @@ def _campaign_body(values: dict[str, Any]) -> dict[str, Any]:
 
 def _merge_tags(me: ConsoleUser) -> list[str]:
     """The tags a campaign may use: the standard ones and the account's custom fields."""
-    custom = [field["name"] for field in field_views(me.db, me.account_id)]
+    custom = [field.name for field in counted_fields(me.db, me.account_id)]
     return [*sorted(STANDARD_FIELDS - {UNSUBSCRIBE_TAG}), *custom, UNSUBSCRIBE_TAG]
 
 
 def _preview(
     me: ConsoleUser, settings: SettingsDep, campaign: Campaign, preview_as: str
-) -> dict[str, Any] | None:
+) -> CampaignPreviewOut:
     """The email as the contact with that address (none: a reader without names) would get it, made
     by the API's preview; None with the reason in the page's errors when it cannot be made."""
     recipient = campaign_preview_service.recipient_of(me.db, me.account_id, None, preview_as or None)
@@ -142,7 +141,7 @@ def _editor_page(
     settings: SettingsDep,
     values: dict[str, Any],
     *,
-    view: dict[str, Any] | None = None,
+    view: CampaignOut | None = None,
     preview_of: Campaign | None = None,
     errors: list[str] | None = None,
     status: int = 200,
@@ -161,14 +160,14 @@ def _editor_page(
         except ValueError as unreadable:  # an address the renderer cannot put in a header
             errors.append(f"The preview could not be made: {unreadable}")
             status = max(status, 400)
-    state = view["sending_state"] if view else CampaignState.DRAFT
+    state = view.sending_state if view else CampaignState.DRAFT
     return me.page(
         "campaigns/campaign.html",
         section="campaigns",
         status=status,
         values=values,
         campaign=view,
-        editable=view is None or (view["sent_at"] is None and state != CampaignState.CANCELLED),
+        editable=view is None or (view.sent_at is None and state != CampaignState.CANCELLED),
         lists=account_lists(me.db, me.account_id),
         merge_tags=_merge_tags(me),
         formats=BODY_FORMATS,
@@ -177,15 +176,15 @@ def _editor_page(
         questions=QUESTIONS,
         confirm=confirm if confirm in QUESTIONS else "",
         schedule_at=schedule_at,
-        timezone=(view or {}).get("timezone") or me.account.timezone or "UTC",
+        timezone=(view.timezone if view else None) or me.account.timezone or "UTC",
         my_email=me.user.email,
         done=done,
         errors=errors,
     )
 
 
-def _view(me: ConsoleUser, campaign: Campaign) -> dict[str, Any]:
-    return campaign_service.campaign_views(me.db, [campaign])[0]
+def _wire(me: ConsoleUser, campaign: Campaign) -> CampaignOut:
+    return campaign_service.campaigns_wire(me.db, [campaign])[0]
 
 
 def _regular(me: ConsoleUser, campaign_id: int) -> Campaign:
@@ -229,7 +228,7 @@ def new_campaign_submit(me: ConsoleUser, form: PostedForm, settings: SettingsDep
         made = campaign_service.create_campaign(me.db, me.principal, body)
     except DomainError as refused:
         return _editor_page(me, settings, values, errors=messages_of(refused), status=refused.status)
-    return me.redirect(f"{CAMPAIGNS}/{made['id']}?done=saved")
+    return me.redirect(f"{CAMPAIGNS}/{made.id}?done=saved")
 
 
 @router.get(CAMPAIGNS + "/{campaign_id}")
@@ -243,7 +242,7 @@ def campaign_page(
     done: str = "",
 ) -> Response:
     campaign = _regular(me, campaign_id)
-    view = _view(me, campaign)
+    view = _wire(me, campaign)
     values = {**_values(None, view), "preview_as": preview_as.strip()}
     return _editor_page(
         me, settings, values, view=view, preview_of=campaign, confirm=confirm, schedule_at=at, done=done
@@ -255,7 +254,7 @@ def campaign_submit(campaign_id: RowId, me: ConsoleUser, form: PostedForm, setti
     campaign = _regular(me, campaign_id)
     values = _values(form, None)
     if form.text("action") == "preview":
-        view = _view(me, campaign)
+        view = _wire(me, campaign)
         return _editor_page(me, settings, values, view=view, preview_of=_unsaved(me, campaign.id, values))
     try:
         editable = campaign_service.editable_campaign(me.db, me.principal, campaign_id)
@@ -264,7 +263,7 @@ def campaign_submit(campaign_id: RowId, me: ConsoleUser, form: PostedForm, setti
     except DomainError as refused:
         if refused.status == 404:
             raise
-        view = _view(me, campaign)
+        view = _wire(me, campaign)
         return _editor_page(
             me, settings, values, view=view, errors=messages_of(refused), status=refused.status
         )
@@ -300,7 +299,7 @@ def _refused_page(
     """The campaign's page again, with the service's refusal above it (404 stays a 404)."""
     if refused.status == 404:
         raise refused
-    view = _view(me, campaign)
+    view = _wire(me, campaign)
     return _editor_page(
         me, settings, _values(None, view), view=view, errors=messages_of(refused), status=refused.status
     )
@@ -347,16 +346,16 @@ def control_submit(campaign_id: RowId, me: ConsoleUser, form: PostedForm, settin
     return me.redirect(f"{here}?done={action}")
 
 
-def _bucket_label(bucket: dict[str, Any]) -> str:
-    start = bucket.get("start")
-    if isinstance(start, datetime):
-        return start.strftime("%m-%d %H:00")
-    return str(bucket.get("date", ""))
+def _bucket_label(bucket: ReportHour | ReportDay) -> str:
+    if isinstance(bucket, ReportHour):
+        return bucket.start.strftime("%m-%d %H:00")
+    return bucket.date
 
 
-def _series(report: dict[str, Any]) -> list[dict[str, Any]]:
+def _series(report: CampaignReportOut) -> list[dict[str, Any]]:
     """The report's buckets (each hour of the first 48, then each day) as rows with a label."""
-    return [{"label": _bucket_label(bucket), **bucket} for bucket in [*report["hourly"], *report["daily"]]]
+    buckets: list[ReportHour | ReportDay] = [*report.hourly, *report.daily]
+    return [{"label": _bucket_label(bucket), **dict(bucket)} for bucket in buckets]
 
 
 @router.get(CAMPAIGNS + "/{campaign_id}/report")
@@ -365,8 +364,8 @@ def report_page(campaign_id: RowId, me: ConsoleUser) -> Response:
     report = campaign_report_service.campaign_report(me.db, campaign)
     stats = campaign_stats(me.db, [campaign])[campaign.id]
     rows = _series(report)
-    delivery = report["delivery"]
-    done = delivery["sent"] + delivery["failed"] + delivery["cancelled"]
+    delivery = report.delivery
+    done = delivery.sent + delivery.failed + delivery.cancelled
     chart_of = {
         kind: charts.bar_chart([charts.Bar(row["label"], row[kind]) for row in rows], title=title)
         for kind, title in (
@@ -376,7 +375,7 @@ def report_page(campaign_id: RowId, me: ConsoleUser) -> Response:
         )
     }
     chart_of["links"] = charts.bar_chart(
-        [charts.Bar(link["url"], link["clicks"]) for link in report["links"]], title="Clicks per link"
+        [charts.Bar(link.url, link.clicks) for link in report.links], title="Clicks per link"
     )
     return me.page(
         "campaigns/report.html",
@@ -386,6 +385,6 @@ def report_page(campaign_id: RowId, me: ConsoleUser) -> Response:
         stats=stats,
         rows=[row for row in rows if any(row[kind] for kind in campaign_report_service.KINDS)],
         charts=chart_of,
-        progress=(done * 100 // delivery["recipients"]) if delivery["recipients"] else 0,
-        sending=report["sending_state"] in (CampaignState.SENDING, CampaignState.QUEUED),
+        progress=(done * 100 // delivery.recipients) if delivery.recipients else 0,
+        sending=report.sending_state in (CampaignState.SENDING, CampaignState.QUEUED),
     )

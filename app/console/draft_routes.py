@@ -28,16 +28,16 @@ def _draft_page(
     require_paid_plan(me.principal)
     watch = watch_service.read_watch(me.db, me.account_id, watch_id)
     campaign = campaign_service.any_campaign(me.db, campaign_id, me.account_id)
-    view = campaign_service.campaign_views(me.db, [campaign])[0]
-    names = {row["id"]: row for row in account_lists(me.db, me.account_id)}
+    view = campaign_service.campaigns_wire(me.db, [campaign])[0]
+    names = {row.id: row for row in account_lists(me.db, me.account_id)}
     return me.page(
         "watches/campaign.html",
         section="watches",
         status=error.status if error else 200,
         watch=watch,
         campaign=view,
-        lists=[names[list_id] for list_id in view["lists"] if list_id in names],
-        is_draft=view["sent_at"] is None and view["scheduled_at"] is None,
+        lists=[names[list_id] for list_id in view.lists if list_id in names],
+        is_draft=view.sent_at is None and view.scheduled_at is None,
         confirm=confirm,
         errors=messages_of(error) if error else [],
     )

@@ -14,6 +14,7 @@ from app.feeds.item_service import item_page
 from app.feeds.specs import FeedEdit, FeedInput, SourceSetPayload
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
+from app.kit.json_types import JsonObject
 from app.kit.time import utcnow
 from app.kit.v1_input import Cursor, validate
 from app.state import SettingsDep
@@ -29,7 +30,7 @@ SOURCE_KINDS = (
 )
 
 
-def source_body(form: PostedForm) -> dict[str, Any]:
+def source_body(form: PostedForm) -> JsonObject:
     """The source a form describes, as the API's JSON would carry it."""
     kind = form.text("source_kind")
     if kind == "board_feed":

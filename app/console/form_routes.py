@@ -45,7 +45,7 @@ def _forms_page(me: ConsoleUser, settings: SettingsDep, *, status: int = 200, **
     context.setdefault("values", {"title": "", "lists": []})
     base = settings.base_url.rstrip("/")
     lists = list_service.account_lists(me.db, me.account_id)
-    names = {item["id"]: item["name"] for item in lists}
+    names = {item.id: item.name for item in lists}
     forms = []
     for form, list_ids in form_service.account_forms(me.db, me.account_id):
         public_url = f"{base}/f/{form.id}"

@@ -26,7 +26,7 @@ from app.mail.contact_import import (
     csv_header,
     guess_delimiter,
 )
-from app.mail.field_service import field_views
+from app.mail.field_service import counted_fields
 from app.mail.list_service import account_lists
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
@@ -80,7 +80,7 @@ def _mapping_page(
         header=header,
         choices={**guessed, **(chosen or {})},
         new_fields={index: _field_name(name) for index, name in enumerate(header)},
-        fields=[field["name"] for field in field_views(me.db, me.account_id)],
+        fields=[field.name for field in counted_fields(me.db, me.account_id)],
         delimiters=DELIMITERS,
         delimiter=delimiter,
         lists=account_lists(me.db, me.account_id),

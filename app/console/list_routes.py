@@ -70,12 +70,12 @@ def rename_list_submit(list_id: RowId, me: ConsoleUser, form: PostedForm) -> Res
 @router.get(LISTS + "/{list_id}/delete")
 def delete_list_page(list_id: RowId, me: ConsoleUser) -> Response:
     contact_list = list_service.find_list(me.db, me.principal, list_id)
-    view = list_service.list_views(me.db, [contact_list])[0]
+    view = list_service.lists_wire(me.db, [contact_list])[0]
     return me.page(
         "lists/confirm.html",
         section="lists",
-        what=f"the list {view['name']}",
-        consequence=f"Its {view['contact_count']} contacts stay, on no list of this name.",
+        what=f"the list {view.name}",
+        consequence=f"Its {view.contact_count} contacts stay, on no list of this name.",
         usages=list_service.list_usages(me.db, contact_list.id),
         action=f"{LISTS}/{list_id}/delete",
         back=LISTS,
@@ -93,7 +93,7 @@ def delete_list_submit(list_id: RowId, me: ConsoleUser) -> Response:
 def _fields_page(me: ConsoleUser, *, status: int = 200, **context: Any) -> Response:
     context.setdefault("errors", [])
     context.setdefault("done", "")
-    fields = field_service.field_views(me.db, me.account_id)
+    fields = field_service.counted_fields(me.db, me.account_id)
     return me.page("lists/fields.html", section="fields", status=status, fields=fields, **context)
 
 
@@ -124,7 +124,7 @@ def rename_field_submit(field_id: RowId, me: ConsoleUser, form: PostedForm) -> R
 def delete_field_page(field_id: RowId, me: ConsoleUser) -> Response:
     field = field_service.find_field(me.db, me.principal, field_id)
     count = next(
-        f["contact_count"] for f in field_service.field_views(me.db, me.account_id) if f["id"] == field.id
+        f.contact_count for f in field_service.counted_fields(me.db, me.account_id) if f.id == field.id
     )
     return me.page(
         "lists/confirm.html",

@@ -14,6 +14,7 @@ from app.feeds import feed_service
 from app.feeds.item_service import item_page
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
+from app.kit.json_types import JsonObject
 from app.kit.time import utcnow
 from app.kit.v1_input import Cursor, validate
 from app.mail.list_service import account_lists
@@ -56,7 +57,7 @@ def _values(form: PostedForm | None, feed_id: str) -> dict[str, Any]:
     }
 
 
-def watch_body(values: dict[str, Any]) -> dict[str, Any]:
+def watch_body(values: dict[str, Any]) -> JsonObject:
     """The watch the recipe is, as POST /v1/watches's JSON would carry it."""
     email: dict[str, Any] = {
         "list_ids": values["list_ids"],

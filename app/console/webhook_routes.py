@@ -64,7 +64,7 @@ def webhook_page(webhook_id: str, me: ConsoleUser, sent: str = "") -> Response:
     return me.page(
         "webhooks/webhook.html",
         section="webhooks",
-        hook={**webhook_service.webhook_view(hook), "secret": None},
+        hook=webhook_service.webhook_wire(hook),
         attempts=webhook_service.recent_attempts(me.db, hook),
         sent=sent,
     )

@@ -31,6 +31,10 @@ class Paging:
     query: dict[str, str]
 
 
+# The envelope as plain JSON values, for orjson: the contact listings (the hot path) write it without
+# building a response model, their rows as dicts or as JSON text PostgreSQL built (an orjson Fragment).
+PageEnvelope = dict[str, Any]
+
 # Beyond this a page number can only ask for an empty page; capping it keeps OFFSET arithmetic sane.
 MAX_PAGE = 10_000_000
 
@@ -53,7 +57,7 @@ def page_envelope(
     query: dict[str, str] | None = None,
     *,
     count: int | None = None,
-) -> dict[str, Any]:
+) -> PageEnvelope:
     """The envelope: data, current_page, per_page, total, last_page, from, to and the page URLs.
 
     `data` may be JSON already serialised (an orjson Fragment); `count` then says how many rows it holds.

@@ -10,9 +10,11 @@ from sqlalchemy.orm import Session
 
 from app.kit.errors import NotFound, ValidationFailed
 from app.kit.pagination import PageRequest, Paging, page_envelope, parse_page
+from app.mail.wire import Page
 from app.models import ContactList
 
 RowT = TypeVar("RowT")
+ItemT = TypeVar("ItemT")
 
 # Ids are 32-bit on PostgreSQL; a larger number names no row (and the database refuses to compare it).
 MAX_ID = 2**31 - 1
@@ -30,8 +32,9 @@ class Paged(Generic[RowT]):
     path: str
     query: dict[str, str]
 
-    def envelope(self, data: list[Any]) -> dict[str, Any]:
-        return page_envelope(data, self.total, self.page, self.path, self.query)
+    def as_page(self, data: list[ItemT]) -> Page[ItemT]:
+        """`data` (this page's rows as their response models) in the envelope."""
+        return Page.model_construct(**page_envelope(data, self.total, self.page, self.path, self.query))
 
 
 def paginate(

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.db import PsycopgStatement
 from app.identity.principal import AccountInfo
-from app.kit.pagination import PageAnchors, PageRequest, Paging, page_envelope, parse_page
+from app.kit.pagination import PageAnchors, PageEnvelope, PageRequest, Paging, page_envelope, parse_page
 from app.kit.time import iso_naive_utc
 from app.mail.specs import ContactFilter
 from app.models import Contact, ListMembership
@@ -288,14 +288,14 @@ async def read_page_on_pool(
         return ContactsPage(total=done.value, count=count, data=orjson.Fragment(data))
 
 
-def contacts_envelope(paging: Paging, page: PageRequest, contacts: ContactsPage) -> dict[str, Any]:
+def contacts_envelope(paging: Paging, page: PageRequest, contacts: ContactsPage) -> PageEnvelope:
     """A page of contacts in the envelope."""
     return page_envelope(contacts.data, contacts.total, page, paging.path, paging.query, count=contacts.count)
 
 
 def contacts_page(
     session: Session, paging: Paging, listing: ContactsListing, anchors: PageAnchors
-) -> dict[str, Any]:
+) -> PageEnvelope:
     """A page (`?page=N`) of the listing in its envelope, read through the session."""
     page = parse_page(paging.page, CONTACTS_PER_PAGE)
     return contacts_envelope(paging, page, read_page_in_session(session, listing, page, anchors))
@@ -303,7 +303,7 @@ def contacts_page(
 
 async def contacts_page_on_pool(
     pool: AsyncConnectionPool, paging: Paging, listing: ContactsListing, anchors: PageAnchors
-) -> dict[str, Any]:
+) -> PageEnvelope:
     """A page (`?page=N`) of the listing in its envelope, read with the async pool on the event loop
     (PostgreSQL)."""
     page = parse_page(paging.page, CONTACTS_PER_PAGE)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
@@ -13,7 +11,6 @@ from app.kit.openapi import FORM, JSON, request_body
 from app.kit.responses import json_response
 from app.mail import contact_listing, contact_service
 from app.mail.input import MailInput, PagingDep, RowId, validate
-from app.mail.schemas import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
 from app.mail.specs import (
     CONTACT_FILTER_PARAMETERS,
     SEARCH_PARAMETERS,
@@ -23,6 +20,7 @@ from app.mail.specs import (
     ContactUpdate,
     EmailOnly,
 )
+from app.mail.wire import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
 from app.models import Contact
 from app.state import app_state
 
@@ -138,7 +136,7 @@ def delete_contact(id: RowId, session: SessionDep, principal: PaidMailUser) -> M
 )
 def contact_activity(
     id: RowId, paging: PagingDep, session: SessionDep, principal: PaidMailUser
-) -> dict[str, Any]:
+) -> ContactActivityOut:
     contact = contact_service.find_contact(session, principal, id)
     return contact_service.contact_activity(session, paging, contact)
 

@@ -33,6 +33,7 @@ from app.mail.events.emit import ContactEvent, emit_contact_events, emit_per_acc
 from app.mail.events.types import EventType
 from app.mail.field_service import set_field_values
 from app.mail.specs import BatchContact, ContactCreate, ContactFieldIn, ContactUpdate
+from app.mail.wire import ContactActivityOut, ContactActivitySummary, DeliverableActivity, row_wire
 from app.models import (
     Account,
     Campaign,
@@ -365,7 +366,7 @@ def delete_contact(session: Session, principal: Principal, contact: Contact) -> 
     session.flush()
 
 
-def activity_summary(session: Session, contact: Contact) -> dict[str, Any]:
+def activity_summary(session: Session, contact: Contact) -> ContactActivitySummary:
     """When the contact was last sent, opened and clicked, and whether it left or bounced."""
     summary = session.execute(
         select(
@@ -374,13 +375,13 @@ def activity_summary(session: Session, contact: Contact) -> dict[str, Any]:
             func.max(Deliverable.clicked_at),
         ).where(Deliverable.contact_id == contact.id)
     ).one()
-    return {
-        "last_sent_at": summary[0],
-        "last_opened_at": summary[1],
-        "last_clicked_at": summary[2],
-        "unsubscribed_at": contact.unsubscribed_at,
-        "bounced_at": contact.bounced_at,
-    }
+    return ContactActivitySummary(
+        last_sent_at=summary[0],
+        last_opened_at=summary[1],
+        last_clicked_at=summary[2],
+        unsubscribed_at=contact.unsubscribed_at,
+        bounced_at=contact.bounced_at,
+    )
 
 
 def activity_query(contact: Contact) -> Select[Deliverable]:
@@ -392,7 +393,7 @@ def activity_query(contact: Contact) -> Select[Deliverable]:
     )
 
 
-def activity_entries(session: Session, deliverables: list[Deliverable]) -> list[dict[str, Any]]:
+def activity_wire(session: Session, deliverables: list[Deliverable]) -> list[DeliverableActivity]:
     """Emails of a contact as the activity lists them, with their campaigns' titles."""
     titles = dict(
         session.execute(
@@ -400,27 +401,17 @@ def activity_entries(session: Session, deliverables: list[Deliverable]) -> list[
         ).all()
     )
     return [
-        {
-            "campaign_title": titles.get(d.campaign_id, ""),
-            "campaign_id": d.campaign_id,
-            "sent_at": d.sent_at,
-            "opened_at": d.opened_at,
-            "clicked_at": d.clicked_at,
-            "bounced_at": d.bounced_at,
-            "unsubscribed_at": d.unsubscribed_at,
-            "spam_at": d.spam_at,
-        }
-        for d in deliverables
+        row_wire(DeliverableActivity, d, campaign_title=titles.get(d.campaign_id, "")) for d in deliverables
     ]
 
 
-def contact_activity(session: Session, paging: Paging, contact: Contact) -> dict[str, Any]:
+def contact_activity(session: Session, paging: Paging, contact: Contact) -> ContactActivityOut:
     """GET /contacts/{id}/activity: the latest sends, opens and clicks, and a page of its emails."""
     paged = paginate(session, paging, activity_query(contact), ACTIVITY_PER_PAGE)
-    return {
-        "contact": activity_summary(session, contact),
-        "deliverables": paged.envelope(activity_entries(session, paged.rows)),
-    }
+    return ContactActivityOut(
+        contact=activity_summary(session, contact),
+        deliverables=paged.as_page(activity_wire(session, paged.rows)),
+    )
 
 
 def live_contacts_among(session: Session, account_id: int, contact_ids: list[int]) -> list[Contact]:
@@ -428,10 +419,10 @@ def live_contacts_among(session: Session, account_id: int, contact_ids: list[int
     return list(session.scalars(live_contacts(account_id).where(Contact.id.in_(contact_ids))))
 
 
-def latest_activity(session: Session, contact: Contact) -> list[dict[str, Any]]:
+def latest_activity(session: Session, contact: Contact) -> list[DeliverableActivity]:
     """The contact's latest ACTIVITY_PER_PAGE emails, as GET /contacts/{id}/activity lists them."""
     deliverables = list(session.scalars(activity_query(contact).limit(ACTIVITY_PER_PAGE)))
-    return activity_entries(session, deliverables)
+    return activity_wire(session, deliverables)
 
 
 def contact_lists_and_fields(session: Session, contact: Contact) -> tuple[list[int], dict[str, str]]:

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.mail import field_service
 from app.mail.input import PagingDep
-from app.mail.schemas import ContactFieldOut, Page
+from app.mail.wire import ContactFieldOut, Page
 
 router = APIRouter(tags=["Contact fields"])
 
 
 @router.get("/contact-fields", response_model=Page[ContactFieldOut], summary="List custom contact fields")
-def list_contact_fields(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def list_contact_fields(
+    paging: PagingDep, session: SessionDep, principal: PaidMailUser
+) -> Page[ContactFieldOut]:
     return field_service.fields_page(paging, session, principal)

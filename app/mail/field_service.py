@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -13,6 +14,7 @@ from app.kit.errors import Conflict, ValidationFailed
 from app.kit.pagination import Paging
 from app.kit.time import utcnow
 from app.mail.common import owned, paginate
+from app.mail.wire import ContactFieldOut, Page
 from app.models import Contact, ContactField, ContactFieldValue
 
 MAX_FIELDS_PER_ACCOUNT = 100
@@ -75,16 +77,25 @@ def set_field_values(
         )
 
 
-def fields_page(paging: Paging, session: Session, principal: Principal) -> dict[str, Any]:
+def fields_page(paging: Paging, session: Session, principal: Principal) -> Page[ContactFieldOut]:
     """GET /contact-fields: a page of the account's field definitions, oldest first."""
     query = (
         select(ContactField).where(ContactField.account_id == principal.account.id).order_by(ContactField.id)
     )
     paged = paginate(session, paging, query, FIELDS_PER_PAGE)
-    return paged.envelope(paged.rows)
+    return paged.as_page([ContactFieldOut.model_validate(row) for row in paged.rows])
 
 
-def field_views(session: Session, account_id: int) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class CountedField:
+    """A field and how many live contacts hold a value for it (the console's fields page)."""
+
+    id: int
+    name: str
+    contact_count: int
+
+
+def counted_fields(session: Session, account_id: int) -> list[CountedField]:
     """The account's fields, oldest first, each with how many live contacts hold a value for it."""
     counts = dict(
         session.execute(
@@ -98,7 +109,7 @@ def field_views(session: Session, account_id: int) -> list[dict[str, Any]]:
     fields = session.scalars(
         select(ContactField).where(ContactField.account_id == account_id).order_by(ContactField.id)
     )
-    return [{"id": f.id, "name": f.name, "contact_count": counts.get(f.id, 0)} for f in fields]
+    return [CountedField(f.id, f.name, counts.get(f.id, 0)) for f in fields]
 
 
 def find_field(session: Session, principal: Principal, field_id: int) -> ContactField:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.mail import form_service
 from app.mail.input import MailInput, PagingDep, RowId, validate
-from app.mail.schemas import ErrorOut, FormOut, Page
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter
+from app.mail.wire import ErrorOut, FormOut, Page
 from app.models import Form
 
 router = APIRouter(tags=["Forms"])
@@ -20,7 +18,7 @@ router = APIRouter(tags=["Forms"])
 @router.get("/forms", response_model=Page[FormOut], summary="List forms", openapi_extra=SEARCH_PARAMETERS)
 def list_forms(
     paging: PagingDep, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
+) -> Page[FormOut]:
     filters = validate(ContactFilter, raw, status=422)
     return form_service.forms_page(paging, session, principal, filters)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -12,6 +10,7 @@ from app.kit.errors import DomainError
 from app.kit.pagination import Paging
 from app.mail.common import check_list_ids, owned, paginate
 from app.mail.specs import ContactFilter
+from app.mail.wire import FormOut, Page
 from app.models import Form, FormList
 
 FORMS_PER_PAGE = 100
@@ -55,13 +54,13 @@ def account_forms(session: Session, account_id: int) -> list[tuple[Form, list[in
 
 def forms_page(
     paging: Paging, session: Session, principal: Principal, filters: ContactFilter
-) -> dict[str, Any]:
+) -> Page[FormOut]:
     """GET /forms: a page of the account's live forms, by title when a query is given."""
     query = select(Form).where(Form.account_id == principal.account.id, Form.deleted_at.is_(None))
     if filters.query:
         query = query.where(func.lower(Form.title).like(f"%{filters.query.lower()}%"))
     paged = paginate(session, paging, query.order_by(Form.id), FORMS_PER_PAGE)
-    return paged.envelope(paged.rows)
+    return paged.as_page([FormOut.model_validate(row) for row in paged.rows])
 
 
 def find_form(session: Session, principal: Principal, form_id: int) -> Form:

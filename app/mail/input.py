@@ -22,6 +22,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import ValidationFailed
+from app.kit.json_types import JsonObject
 from app.kit.pagination import Paging
 from app.mail.common import MAX_ID
 
@@ -48,7 +49,7 @@ class RawInput:
     problem: str | None = None
 
 
-def nest_pairs(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+def nest_pairs(pairs: list[tuple[str, str]]) -> JsonObject:
     """PHP-style keys into nested values: `a[]=1&a[]=2` is a list, `a[x][y]=1` a dict, `a=1&a=2` a list."""
     root: dict[str, Any] = {}
     for key, value in pairs:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
 
 from app.db import SessionDep
@@ -12,8 +10,8 @@ from app.kit.openapi import FORM, JSON, request_body
 from app.kit.responses import json_response
 from app.mail import list_service
 from app.mail.input import MailInput, PagingDep, RowId, validate
-from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter, ListCreate
+from app.mail.wire import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.models import Contact
 from app.state import app_state
 
@@ -28,7 +26,7 @@ router = APIRouter(tags=["Lists"])
 )
 def get_lists(
     paging: PagingDep, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
+) -> Page[ContactListOut]:
     filters = validate(ContactFilter, raw, status=422)
     return list_service.lists_page(paging, session, principal, filters)
 
@@ -40,7 +38,7 @@ def get_lists(
     responses={400: {"model": ErrorOut}},
     openapi_extra=request_body(ListCreate, media_types=(JSON, FORM)),
 )
-def create_list(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
+def create_list(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> ContactListOut:
     body = validate(ListCreate, raw, status=400)
     return list_service.add_list(session, principal.account.id, principal.user.id, body.name)
 
@@ -48,8 +46,8 @@ def create_list(session: SessionDep, principal: PaidMailUser, raw: MailInput) ->
 @router.get(
     "/lists/{id}", response_model=ContactListOut, summary="Get a list", responses={404: {"model": ErrorOut}}
 )
-def get_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    return list_service.list_views(session, [list_service.find_list(session, principal, id)])[0]
+def get_list(id: RowId, session: SessionDep, principal: PaidMailUser) -> ContactListOut:
+    return list_service.lists_wire(session, [list_service.find_list(session, principal, id)])[0]
 
 
 @router.delete(

@@ -3,25 +3,24 @@ CLI's making and listing of an account's lists."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
 from app.kit.errors import Conflict, DomainError, NotFound
-from app.kit.pagination import PageAnchors, Paging
+from app.kit.pagination import PageAnchors, PageEnvelope, Paging
 from app.kit.time import utcnow
 from app.mail.common import owned, paginate
 from app.mail.contact_listing import contacts_listing, contacts_page
 from app.mail.specs import ContactFilter
 from app.mail.stats import list_averages
+from app.mail.wire import ContactListOut, ListUsage, Page, row_wire
 from app.models import Automation, AutomationTrigger, Contact, ContactList, Form, FormList, ListMembership
 
 LISTS_PER_PAGE = 100
 
 
-def list_views(session: Session, lists: list[ContactList]) -> list[dict[str, Any]]:
+def lists_wire(session: Session, lists: list[ContactList]) -> list[ContactListOut]:
     """Lists with their live member counts and open and click averages, in two queries for any number."""
     ids = [item.id for item in lists]
     counts = (
@@ -38,21 +37,18 @@ def list_views(session: Session, lists: list[ContactList]) -> list[dict[str, Any
     )
     averages = list_averages(session, ids)
     return [
-        {
-            "id": item.id,
-            "name": item.name,
-            "user_id": item.user_id,
-            "contact_count": counts.get(item.id, 0),
-            "average_email_open_percent": averages.get(item.id, (0.0, 0.0))[0],
-            "average_email_click_percent": averages.get(item.id, (0.0, 0.0))[1],
-            "created_at": item.created_at,
-            "updated_at": item.updated_at,
-        }
+        row_wire(
+            ContactListOut,
+            item,
+            contact_count=counts.get(item.id, 0),
+            average_email_open_percent=averages.get(item.id, (0.0, 0.0))[0],
+            average_email_click_percent=averages.get(item.id, (0.0, 0.0))[1],
+        )
         for item in lists
     ]
 
 
-def make_list(session: Session, account_id: int, user_id: int, name: str) -> dict[str, Any]:
+def make_list(session: Session, account_id: int, user_id: int, name: str) -> ContactListOut:
     """A new list of the account (the CLI; the API's route checks the name with its own schema)."""
     name = name.strip()
     if not name or len(name) > 191:
@@ -60,17 +56,17 @@ def make_list(session: Session, account_id: int, user_id: int, name: str) -> dic
     return add_list(session, account_id, user_id, name)
 
 
-def account_lists(session: Session, account_id: int) -> list[dict[str, Any]]:
+def account_lists(session: Session, account_id: int) -> list[ContactListOut]:
     """The account's live lists with their counts, oldest first."""
     lists = session.scalars(
         select(ContactList)
         .where(ContactList.account_id == account_id, ContactList.deleted_at.is_(None))
         .order_by(ContactList.id)
     )
-    return list_views(session, list(lists))
+    return lists_wire(session, list(lists))
 
 
-def list_usages(session: Session, list_id: int) -> list[dict[str, Any]]:
+def list_usages(session: Session, list_id: int) -> list[ListUsage]:
     forms = session.execute(
         select(Form.id, Form.title)
         .join(FormList, FormList.form_id == Form.id)
@@ -82,9 +78,9 @@ def list_usages(session: Session, list_id: int) -> list[dict[str, Any]]:
         .where(AutomationTrigger.list_id == list_id, Automation.deleted_at.is_(None))
     ).all()
     return [
-        *({"type": "form", "id": form_id, "title": title} for form_id, title in forms),
+        *(ListUsage(type="form", id=form_id, title=title) for form_id, title in forms),
         *(
-            {"type": "automation", "id": automation_id, "title": title}
+            ListUsage(type="automation", id=automation_id, title=title)
             for automation_id, title in automations
         ),
     ]
@@ -96,7 +92,7 @@ def find_list(session: Session, principal: Principal, list_id: int) -> ContactLi
 
 def lists_page(
     paging: Paging, session: Session, principal: Principal, filters: ContactFilter
-) -> dict[str, Any]:
+) -> Page[ContactListOut]:
     """GET /lists: a page of the account's live lists, by name when a query is given."""
     query = select(ContactList).where(
         ContactList.account_id == principal.account.id, ContactList.deleted_at.is_(None)
@@ -104,15 +100,15 @@ def lists_page(
     if filters.query:
         query = query.where(func.lower(ContactList.name).like(f"%{filters.query.lower()}%"))
     paged = paginate(session, paging, query.order_by(ContactList.id), LISTS_PER_PAGE)
-    return paged.envelope(list_views(session, paged.rows))
+    return paged.as_page(lists_wire(session, paged.rows))
 
 
-def add_list(session: Session, account_id: int, user_id: int, name: str) -> dict[str, Any]:
+def add_list(session: Session, account_id: int, user_id: int, name: str) -> ContactListOut:
     """A new list of the account, as its view."""
     contact_list = ContactList(account_id=account_id, user_id=user_id, name=name)
     session.add(contact_list)
     session.flush()
-    return list_views(session, [contact_list])[0]
+    return lists_wire(session, [contact_list])[0]
 
 
 def rename_list(session: Session, contact_list: ContactList, name: str) -> None:
@@ -127,7 +123,9 @@ def delete_list(session: Session, contact_list: ContactList) -> None:
     usages = list_usages(session, contact_list.id)
     if usages:
         raise Conflict(
-            "The list is in use and cannot be deleted.", code="list_in_use", extra={"usages": usages}
+            "The list is in use and cannot be deleted.",
+            code="list_in_use",
+            extra={"usages": [usage.model_dump() for usage in usages]},
         )
     contact_list.deleted_at = utcnow()
     session.flush()
@@ -140,7 +138,7 @@ def list_contacts(
     principal: Principal,
     list_id: int,
     filters: ContactFilter,
-) -> dict[str, Any]:
+) -> PageEnvelope:
     """GET /lists/{id}/contacts: a page of the list's live contacts."""
     listing = contacts_listing(principal.account, ContactFilter(query=filters.query), list_id=list_id)
     return contacts_page(session, paging, listing, anchors)

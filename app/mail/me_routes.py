@@ -12,8 +12,8 @@ from app.identity.dependencies import MailUser, PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail import me_service
 from app.mail.input import MailInput, validate
-from app.mail.schemas import ErrorOut, UserOut
 from app.mail.specs import AccountPreferences
+from app.mail.wire import ErrorOut, UserOut
 
 router = APIRouter(tags=["User"])
 EXTENSION: dict[str, Any] = {"x-tidings-extension": True}
@@ -22,7 +22,7 @@ EXTENSION: dict[str, Any] = {"x-tidings-extension": True}
 @router.get("/me", response_model=UserOut, summary="The authenticated user")
 async def me(principal: MailUser) -> UserOut:
     # Async: it only reads the principal loaded by the dependency, so it need not take a worker thread.
-    return me_service.me_view(principal)
+    return me_service.me_wire(principal)
 
 
 @router.patch(

@@ -7,12 +7,12 @@ from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal
 from app.kit.time import utcnow
-from app.mail.schemas import UserOut
 from app.mail.specs import AccountPreferences
+from app.mail.wire import UserOut
 from app.models import Account
 
 
-def me_view(
+def me_wire(
     principal: Principal, *, track_opens: bool | None = None, public_archive: bool | None = None
 ) -> UserOut:
     user, account = principal.user, principal.account
@@ -41,4 +41,4 @@ def update_preferences(session: Session, principal: Principal, body: AccountPref
         session.execute(
             update(Account).where(Account.id == principal.account.id).values(**given, updated_at=utcnow())
         )
-    return me_view(principal, track_opens=body.track_opens, public_archive=body.public_archive)
+    return me_wire(principal, track_opens=body.track_opens, public_archive=body.public_archive)

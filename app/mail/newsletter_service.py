@@ -60,7 +60,7 @@ class MailNewsletters:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise NewsletterRefused(f"The campaign would be invalid ({problems}).") from exc
         view = campaign_service.create_campaign(session, principal, body)
-        campaign = session.get_one(Campaign, view["id"])
+        campaign = session.get_one(Campaign, view.id)
         campaign.source_key = newsletter.key
         session.flush()
         if newsletter.mode == "draft":

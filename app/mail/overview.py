@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.mail.schemas import CampaignStatsOut
 from app.mail.stats import campaign_stats
+from app.mail.wire import CampaignStatsOut
 from app.models import Campaign, Contact
 
 LATEST_CAMPAIGNS = 10

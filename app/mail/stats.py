@@ -8,17 +8,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.orm import Session
 
-from app.mail.schemas import CampaignStatsOut
+from app.mail.wire import CampaignStatsOut
 from app.models import Campaign, CampaignList, CampaignState, Deliverable, DeliverableState
 
 
 def _percent(part: int, whole: int) -> float:
     return round(part * 100.0 / whole, 2) if whole else 0.0
+
+
+class SendingWire(TypedDict):
+    """The fields CampaignOut and CampaignStatsOut share about where sending stands (keyword arguments
+    to either)."""
+
+    sending_state: CampaignState
+    recipients_total: int
+    pending_count: int
+    failed_count: int
+    cancelled_count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,14 +58,14 @@ class SendingTotals:
             return CampaignState.SENT
         return CampaignState.QUEUED if campaign.scheduled_at is not None else CampaignState.DRAFT
 
-    def wire(self, campaign: Campaign) -> dict[str, Any]:
-        return {
-            "sending_state": self.state(campaign),
-            "recipients_total": self.recipients,
-            "pending_count": self.pending,
-            "failed_count": self.failed,
-            "cancelled_count": self.cancelled,
-        }
+    def wire(self, campaign: Campaign) -> SendingWire:
+        return SendingWire(
+            sending_state=self.state(campaign),
+            recipients_total=self.recipients,
+            pending_count=self.pending,
+            failed_count=self.failed,
+            cancelled_count=self.cancelled,
+        )
 
 
 def _totals_columns() -> list[Any]:

@@ -11,8 +11,8 @@ from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail import suppression_service
 from app.mail.input import MailInput, PagingDep, validate
-from app.mail.schemas import ErrorOut, MessageOut, Page, SuppressionOut, SuppressionsAddedOut
 from app.mail.specs import SuppressionCreate
+from app.mail.wire import ErrorOut, MessageOut, Page, SuppressionOut, SuppressionsAddedOut
 
 # Marked in the OpenAPI document as an extension: SendFox's API has no suppression list.
 EXTENSION: dict[str, Any] = {"x-tidings-extension": True}
@@ -29,7 +29,9 @@ router = APIRouter(tags=["Suppressions"])
     "by POST /suppressions), oldest first, 100 a page.",
     openapi_extra=EXTENSION,
 )
-def list_suppressions(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def list_suppressions(
+    paging: PagingDep, session: SessionDep, principal: PaidMailUser
+) -> Page[SuppressionOut]:
     return suppression_service.suppressions_page(session, paging, principal)
 
 

@@ -30,8 +30,8 @@ from app.kit.errors import NotFound, ValidationFailed
 from app.kit.pagination import Paging
 from app.kit.time import utcnow
 from app.mail.common import paginate
-from app.mail.schemas import SuppressionOut
 from app.mail.specs import MAX_EMAIL_LENGTH, SuppressionCreate
+from app.mail.wire import Page, SuppressionOut
 from app.models import Contact, Deliverable, DeliverableState, Suppression
 from app.models.base import UTCDateTime
 
@@ -114,11 +114,11 @@ def suppressions_query(account_id: int, search: str = "") -> Select[Suppression]
     return query.order_by(Suppression.id)
 
 
-def suppressions_page(session: Session, paging: Paging, principal: Principal) -> dict[str, Any]:
+def suppressions_page(session: Session, paging: Paging, principal: Principal) -> Page[SuppressionOut]:
     """GET /suppressions: the account's list, oldest first, a page of 100 (the email API's envelope)."""
     query = suppressions_query(principal.account.id)
     paged = paginate(session, paging, query, SUPPRESSIONS_PER_PAGE)
-    return paged.envelope([SuppressionOut.model_validate(row).model_dump() for row in paged.rows])
+    return paged.as_page([SuppressionOut.model_validate(row) for row in paged.rows])
 
 
 def remove_suppression(session: Session, principal: Principal, email: str) -> None:

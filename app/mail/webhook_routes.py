@@ -3,7 +3,7 @@ log (the rules and SQL are in webhook_service.py; what is sent, app/mail/events/
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path
 
@@ -12,7 +12,8 @@ from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail import webhook_service
 from app.mail.input import MailInput, PagingDep, validate
-from app.mail.schemas import (
+from app.mail.specs import WebhookCreate, WebhookRotate
+from app.mail.wire import (
     ErrorOut,
     MessageOut,
     Page,
@@ -21,7 +22,6 @@ from app.mail.schemas import (
     WebhookOut,
     WebhookSecretOut,
 )
-from app.mail.specs import WebhookCreate, WebhookRotate
 
 router = APIRouter(tags=["Webhooks"])
 
@@ -35,7 +35,7 @@ WebhookId = Annotated[str, Path(min_length=1, max_length=64)]
     summary="List webhooks (beyond SendFox)",
     openapi_extra=BEYOND_SENDFOX,
 )
-def get_webhooks(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def get_webhooks(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> Page[WebhookOut]:
     return webhook_service.webhooks_page(session, paging, principal.account.id)
 
 
@@ -47,7 +47,7 @@ def get_webhooks(paging: PagingDep, session: SessionDep, principal: PaidMailUser
     responses={422: {"model": ErrorOut}},
     openapi_extra={**BEYOND_SENDFOX, **request_body(WebhookCreate, media_types=(JSON, FORM))},
 )
-def create_webhook(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
+def create_webhook(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> WebhookCreatedOut:
     body = validate(WebhookCreate, raw, status=422)
     return webhook_service.create_webhook(session, principal.account.id, body)
 
@@ -59,8 +59,8 @@ def create_webhook(session: SessionDep, principal: PaidMailUser, raw: MailInput)
     responses={404: {"model": ErrorOut}},
     openapi_extra=BEYOND_SENDFOX,
 )
-def get_webhook(webhook_id: WebhookId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    return webhook_service.webhook_view(
+def get_webhook(webhook_id: WebhookId, session: SessionDep, principal: PaidMailUser) -> WebhookOut:
+    return webhook_service.webhook_wire(
         webhook_service.find_webhook(session, principal.account.id, webhook_id)
     )
 
@@ -88,7 +88,7 @@ def delete_webhook(webhook_id: WebhookId, session: SessionDep, principal: PaidMa
 )
 def rotate_webhook_secret(
     webhook_id: WebhookId, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
+) -> WebhookSecretOut:
     """A new signing secret, shown this once; the previous one keeps signing beside it for 24 hours."""
     hook = webhook_service.find_webhook(session, principal.account.id, webhook_id)
     return webhook_service.rotate_secret(session, hook, validate(WebhookRotate, raw, status=422))
@@ -103,6 +103,6 @@ def rotate_webhook_secret(
 )
 def get_webhook_deliveries(
     webhook_id: WebhookId, paging: PagingDep, session: SessionDep, principal: PaidMailUser
-) -> dict[str, Any]:
+) -> Page[WebhookAttemptOut]:
     hook = webhook_service.find_webhook(session, principal.account.id, webhook_id)
     return webhook_service.attempts_page(session, paging, hook)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import secrets
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import Select, delete, func, select
 from sqlalchemy.orm import Session
@@ -20,6 +19,7 @@ from app.mail.events.delivery import message_id
 from app.mail.events.emit import emit_test_event
 from app.mail.events.types import EventType, mask_of
 from app.mail.specs import WebhookCreate, WebhookRotate
+from app.mail.wire import Page, WebhookAttemptOut, WebhookCreatedOut, WebhookOut, WebhookSecretOut, row_wire
 from app.models import AccountWebhook, WebhookAttempt, WebhookEvent
 
 WEBHOOKS_PER_PAGE = 100
@@ -36,16 +36,11 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
-def webhook_view(hook: AccountWebhook) -> dict[str, Any]:
-    return {
-        "id": hook.id,
-        "url": hook.url,
-        "events": list(hook.events),
-        "created_at": hook.created_at,
-    }
+def webhook_wire(hook: AccountWebhook) -> WebhookOut:
+    return WebhookOut(id=hook.id, url=hook.url, events=list(hook.events), created_at=hook.created_at)
 
 
-def create_webhook(session: Session, account_id: int, body: WebhookCreate) -> dict[str, Any]:
+def create_webhook(session: Session, account_id: int, body: WebhookCreate) -> WebhookCreatedOut:
     count = session.scalar(select(func.count()).where(AccountWebhook.account_id == account_id)) or 0
     if count >= MAX_WEBHOOKS_PER_ACCOUNT:
         raise ValidationFailed(
@@ -64,10 +59,10 @@ def create_webhook(session: Session, account_id: int, body: WebhookCreate) -> di
     )
     session.add(hook)
     session.flush()
-    return {**webhook_view(hook), "secret": hook.secret}
+    return WebhookCreatedOut(**dict(webhook_wire(hook)), secret=hook.secret)
 
 
-def rotate_secret(session: Session, hook: AccountWebhook, body: WebhookRotate) -> dict[str, Any]:
+def rotate_secret(session: Session, hook: AccountWebhook, body: WebhookRotate) -> WebhookSecretOut:
     """A new secret (the given one, or a new one); the current one signs beside it for ROTATION_GRACE.
     A second rotation within the grace period drops the oldest secret at once: two sign at most."""
     now = utcnow()
@@ -75,7 +70,9 @@ def rotate_secret(session: Session, hook: AccountWebhook, body: WebhookRotate) -
     hook.previous_secret_until = now + ROTATION_GRACE
     hook.secret = body.secret or new_secret()
     session.flush()
-    return {"id": hook.id, "secret": hook.secret, "previous_secret_expires_at": hook.previous_secret_until}
+    return WebhookSecretOut(
+        id=hook.id, secret=hook.secret, previous_secret_expires_at=hook.previous_secret_until
+    )
 
 
 def find_webhook(session: Session, account_id: int, webhook_id: str) -> AccountWebhook:
@@ -89,16 +86,15 @@ def _webhooks_of(account_id: int) -> Select[AccountWebhook]:
     return select(AccountWebhook).where(AccountWebhook.account_id == account_id).order_by(AccountWebhook.id)
 
 
-def webhooks_page(session: Session, paging: Paging, account_id: int) -> dict[str, Any]:
+def webhooks_page(session: Session, paging: Paging, account_id: int) -> Page[WebhookOut]:
     paged = paginate(session, paging, _webhooks_of(account_id), WEBHOOKS_PER_PAGE)
-    return paged.envelope([webhook_view(hook) for hook in paged.rows])
+    return paged.as_page([webhook_wire(hook) for hook in paged.rows])
 
 
-def account_webhooks(session: Session, account_id: int) -> list[dict[str, Any]]:
+def account_webhooks(session: Session, account_id: int) -> list[WebhookOut]:
     """Every endpoint of the account (at most MAX_WEBHOOKS_PER_ACCOUNT), without its secret: the
     console's list, which shows a secret only once, when it is made."""
-    hooks = session.scalars(_webhooks_of(account_id))
-    return [{**webhook_view(hook), "secret": None} for hook in hooks]
+    return [webhook_wire(hook) for hook in session.scalars(_webhooks_of(account_id))]
 
 
 def send_test_event(session: Session, hook: AccountWebhook) -> str:
@@ -115,10 +111,10 @@ def delete_webhook(session: Session, hook: AccountWebhook) -> None:
     session.execute(delete(AccountWebhook).where(AccountWebhook.id == hook.id))
 
 
-def attempts_page(session: Session, paging: Paging, hook: AccountWebhook) -> dict[str, Any]:
+def attempts_page(session: Session, paging: Paging, hook: AccountWebhook) -> Page[WebhookAttemptOut]:
     """The endpoint's delivery log, newest first."""
     paged = paginate(session, paging, _attempts_of(hook), ATTEMPTS_PER_PAGE)
-    return paged.envelope([attempt_view(attempt) for attempt in paged.rows])
+    return paged.as_page([attempt_wire(attempt) for attempt in paged.rows])
 
 
 def _attempts_of(hook: AccountWebhook) -> Select[WebhookAttempt]:
@@ -129,20 +125,10 @@ def _attempts_of(hook: AccountWebhook) -> Select[WebhookAttempt]:
 
 def recent_attempts(
     session: Session, hook: AccountWebhook, limit: int = ATTEMPTS_PER_PAGE
-) -> list[dict[str, Any]]:
+) -> list[WebhookAttemptOut]:
     """The endpoint's last `limit` attempts, newest first (the console's delivery log)."""
-    return [attempt_view(attempt) for attempt in session.scalars(_attempts_of(hook).limit(limit))]
+    return [attempt_wire(attempt) for attempt in session.scalars(_attempts_of(hook).limit(limit))]
 
 
-def attempt_view(attempt: WebhookAttempt) -> dict[str, Any]:
-    return {
-        "id": attempt.id,
-        "event_id": message_id(attempt.event_id),
-        "event_type": attempt.event_type,
-        "attempt": attempt.attempt,
-        "state": attempt.state,
-        "http_status": attempt.http_status,
-        "error": attempt.error,
-        "started_at": attempt.started_at,
-        "completed_at": attempt.completed_at,
-    }
+def attempt_wire(attempt: WebhookAttempt) -> WebhookAttemptOut:
+    return row_wire(WebhookAttemptOut, attempt, event_id=message_id(attempt.event_id))

@@ -22,7 +22,7 @@ def test_make_fill_switch_and_watch_an_automation(
     console: TestClient, db: Session, person: Person, make_person: Callable[..., Person]
 ) -> None:
     assert "You have no automations." in console.get("/console/automations").text
-    welcome = list_service.add_list(db, person.account_id, person.user_id, "Welcome")["id"]
+    welcome = list_service.add_list(db, person.account_id, person.user_id, "Welcome").id
     refused = console.post(
         "/console/automations", data={"title": "Drip", "trigger_type": "apply_list", "trigger_list_id": "999"}
     )

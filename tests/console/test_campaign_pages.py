@@ -49,12 +49,12 @@ def _readers(db: Session, person: Person) -> int:
     readers = make_list(db, person.account_id, person.user_id, "Readers")
     writes = [
         contact_service.ContactWrite(
-            "ann@example.com", first_name="Ann", lists=[readers["id"]], fields={"city": "Oslo"}
+            "ann@example.com", first_name="Ann", lists=[readers.id], fields={"city": "Oslo"}
         ),
-        contact_service.ContactWrite("bo@example.com", lists=[readers["id"]]),
+        contact_service.ContactWrite("bo@example.com", lists=[readers.id]),
     ]
     contact_service.upsert_contacts(db, _principal(db, person), writes, validation_status=422)
-    return int(readers["id"])
+    return int(readers.id)
 
 
 def _campaign(db: Session, campaign_id: int) -> Campaign:

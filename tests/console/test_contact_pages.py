@@ -22,8 +22,8 @@ from tests.authroutes.conftest import Person
 def _audience(db: Session, person: Person) -> tuple[dict[str, int], int, int]:
     """Three contacts (one bounced, one unsubscribed), two lists; the first contact on the first list."""
     principal = principal_of(db.get_one(User, person.user_id), db.get_one(Account, person.account_id))
-    news = list_service.add_list(db, person.account_id, person.user_id, "News")["id"]
-    other = list_service.add_list(db, person.account_id, person.user_id, "Other")["id"]
+    news = list_service.add_list(db, person.account_id, person.user_id, "News").id
+    other = list_service.add_list(db, person.account_id, person.user_id, "Other").id
     writes = [
         contact_service.ContactWrite(
             "ada@example.com", "Ada", "Lovelace", lists=[news], fields={"city": "London"}

@@ -17,7 +17,7 @@ from tests.authroutes.conftest import ORIGIN, Person
 
 def test_create_a_form_and_see_its_url_and_snippet(console: TestClient, db: Session, person: Person) -> None:
     assert "You have no forms." in console.get("/console/forms").text
-    news = list_service.add_list(db, person.account_id, person.user_id, "News <weekly>")["id"]
+    news = list_service.add_list(db, person.account_id, person.user_id, "News <weekly>").id
     no_list = console.post("/console/forms", data={"title": "Join us"})
     assert no_list.status_code == 400 and "A form subscribes to at least one list." in no_list.text
     assert 'value="Join us"' in no_list.text

@@ -57,7 +57,7 @@ def test_upload_map_import_and_report(console: TestClient, db: Session, person: 
             "column_1": "first_name",
             "column_2": "field:town",
             "column_3": "skip",
-            "lists": str(readers["id"]),
+            "lists": str(readers.id),
             "action": "import",
         },
     )

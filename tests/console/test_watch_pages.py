@@ -67,7 +67,7 @@ def test_build_preview_and_save_a_newsletter_then_edit_its_chain(
         "feed_id": feed_id,
         "instructions": "Only posts about Rust",
         "threshold": "0.8",
-        "list_ids": [str(newsletter["id"])],
+        "list_ids": [str(newsletter.id)],
         "cadence": "daily",
         "mode": "draft",
         "subject": "",
@@ -89,7 +89,7 @@ def test_build_preview_and_save_a_newsletter_then_edit_its_chain(
     assert [a["kind"] for a in api["actions"]] == ["semantic_filter", "email"]
     email = api["actions"][1]
     assert email["config"]["delivery"] == "digest" and email["config"]["digest_interval_seconds"] == 86400
-    assert email["config"]["mode"] == "draft" and email["config"]["list_ids"] == [newsletter["id"]]
+    assert email["config"]["mode"] == "draft" and email["config"]["list_ids"] == [newsletter.id]
 
     page = client.get(f"/console/watches/{watch_id}")
     assert page.status_code == 200, page.text
@@ -186,7 +186,7 @@ def test_without_an_engine_the_watch_page_disables_the_kinds_that_need_one(
         "kind": "email",
         "config.delivery": "digest",
         "config.digest_interval_seconds": "86400",
-        "config.list_ids": f"{readers['id']}\n",
+        "config.list_ids": f"{readers.id}\n",
         "config.subject": "",
         "config.template": "",
         "config.from_name": "",
@@ -199,7 +199,7 @@ def test_without_an_engine_the_watch_page_disables_the_kinds_that_need_one(
     assert refused.status_code == 400 and 'id="new-email-list_ids-errors"' in refused.text
     assert console.post(f"/console/watches/{watch_id}/actions", data=email).status_code == 303
     config = console.get(f"/v1/watches/{watch_id}").json()["actions"][1]["config"]
-    assert config["list_ids"] == [readers["id"]] and config["mode"] == "draft" and config["subject"] is None
+    assert config["list_ids"] == [readers.id] and config["mode"] == "draft" and config["subject"] is None
     assert config["min_interval_seconds"] == 0  # the model's default for a digest
 
 
@@ -260,9 +260,9 @@ def test_a_draft_is_reviewed_and_sent_after_a_confirmation(
         html="<p>Rust 2.0 is out</p><p><a href='{{ unsubscribe_url }}'>Unsubscribe</a></p>",
         from_name="Ada",
         from_email="ada@example.com",
-        lists=[readers["id"]],
+        lists=[readers.id],
     )
-    campaign_id = create_campaign(db, principal_of(user, account), body)["id"]
+    campaign_id = create_campaign(db, principal_of(user, account), body).id
     made = console.post("/v1/watches", json={"name": "Digest", "actions": [{"kind": "log", "config": {}}]})
     draft = f"/console/watches/{made.json()['id']}/campaigns/{campaign_id}"
     unknown_watch = console.get(f"/console/watches/01ARZ3NDEKTSV4RRFFQ69G5FAV/campaigns/{campaign_id}")

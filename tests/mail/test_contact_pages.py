@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.mail.contact_listing import CONTACT_COLUMNS, contact_json
-from app.mail.schemas import ContactOut
+from app.mail.wire import ContactOut
 from app.models import Contact
 from tests.conftest import ApiUser
 

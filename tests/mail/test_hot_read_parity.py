@@ -76,7 +76,7 @@ def rows(database_url: str) -> Iterator[Rows]:
             user = create_user(session, email="owner@example.com", name="Owner", contact_limit=10_000)
             other = create_user(session, email="other@example.com", name="Other", contact_limit=10_000)
             session.flush()
-            list_id = add_list(session, user.account_id, user.id, "Members")["id"]
+            list_id = add_list(session, user.account_id, user.id, "Members").id
         made = Rows(url, factory, user.id, list_id)
         with transaction(factory) as session:
             writes = [

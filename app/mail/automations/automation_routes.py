@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from app.db import SessionDep
@@ -11,14 +9,14 @@ from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail.automations import automation_service
 from app.mail.input import MailInput, PagingDep, RowId, validate
-from app.mail.schemas import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
+from app.mail.wire import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
 
 router = APIRouter(tags=["Automations"])
 
 
 @router.get("/automations", response_model=Page[AutomationOut], summary="List automations")
-def list_automations(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def list_automations(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> Page[AutomationOut]:
     return automation_service.automations_page(paging, session, principal)
 
 
@@ -30,7 +28,7 @@ def list_automations(paging: PagingDep, session: SessionDep, principal: PaidMail
     summary="Create an automation",
     responses={403: {"model": ErrorOut}, 422: {"model": ErrorOut}},
 )
-def create_automation(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
+def create_automation(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> AutomationOut:
     body = validate(AutomationCreate, raw, status=422)
     return automation_service.create_automation(session, principal, body)
 
@@ -41,9 +39,9 @@ def create_automation(session: SessionDep, principal: PaidMailUser, raw: MailInp
     summary="Get an automation with its triggers, emails and their stats",
     responses={404: {"model": ErrorOut}},
 )
-def get_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def get_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -> AutomationOut:
     automation = automation_service.find_automation(session, principal, id)
-    return automation_service.automation_views(session, [automation], with_stats=True)[0]
+    return automation_service.automations_wire(session, [automation], with_stats=True)[0]
 
 
 @router.patch(
@@ -55,7 +53,7 @@ def get_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -> d
 )
 def update_automation(
     id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
+) -> AutomationOut:
     automation = automation_service.find_automation(session, principal, id)
     body = validate(AutomationUpdate, raw, status=422)
     return automation_service.update_automation(session, principal, automation, body)
@@ -83,7 +81,7 @@ def delete_automation(id: RowId, session: SessionDep, principal: PaidMailUser) -
 )
 def add_automation_email(
     id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
+) -> AutomationItemOut:
     automation = automation_service.find_automation(session, principal, id)
     body = validate(AutomationEmailCreate, raw, status=422)
     return automation_service.add_automation_email(session, principal, automation, body)
@@ -98,7 +96,7 @@ def add_automation_email(
 )
 def update_automation_email(
     id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
+) -> AutomationItemOut:
     item, automation = automation_service.owned_item(session, id, principal)
     body = validate(AutomationEmailUpdate, raw, status=422)
     return automation_service.update_automation_email(session, automation, item, body)

@@ -7,7 +7,8 @@ from 1; moving one (PATCH /automation-emails/{id} with send_order) shifts the ot
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Select, case, func, select, update
 from sqlalchemy.orm import Session
@@ -18,10 +19,18 @@ from app.kit.pagination import Paging
 from app.kit.time import utcnow
 from app.mail.automations.automation_runs import set_active
 from app.mail.campaigns.campaign_rules import set_email_parts
-from app.mail.campaigns.campaign_service import campaign_views
+from app.mail.campaigns.campaign_service import campaigns_wire
 from app.mail.common import owned, paginate, valid_id
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 from app.mail.stats import campaign_stats
+from app.mail.wire import (
+    AutomationCampaignOut,
+    AutomationItemOut,
+    AutomationOut,
+    AutomationTriggerOut,
+    Page,
+    row_wire,
+)
 from app.models import (
     Automation,
     AutomationItem,
@@ -37,9 +46,9 @@ AUTOMATIONS_PER_PAGE = 100
 DEFAULT_DELAY_HOURS = 24
 
 
-def automation_views(
+def automations_wire(
     session: Session, automations: list[Automation], *, with_stats: bool
-) -> list[dict[str, Any]]:
+) -> list[AutomationOut]:
     """Automations with triggers and items (each with its campaign), in a fixed number of queries."""
     ids = [a.id for a in automations]
     triggers: dict[int, list[AutomationTrigger]] = defaultdict(list)
@@ -58,44 +67,24 @@ def automation_views(
         ):
             items[item.automation_id].append(item)
     return [
-        {
-            "id": a.id,
-            "user_id": a.user_id,
-            "title": a.title,
-            "active": a.active,
-            "created_at": a.created_at,
-            "updated_at": a.updated_at,
-            "automation_triggers": triggers[a.id],
-            "automation_items": item_views(session, items[a.id], with_stats=with_stats)
-            if items[a.id]
-            else [],
-        }
+        row_wire(
+            AutomationOut,
+            a,
+            automation_triggers=[AutomationTriggerOut.model_validate(t) for t in triggers[a.id]],
+            automation_items=items_wire(session, items[a.id], with_stats=with_stats) if items[a.id] else [],
+        )
         for a in automations
     ]
 
 
-def item_views(session: Session, items: list[AutomationItem], *, with_stats: bool) -> list[dict[str, Any]]:
-    campaigns = {
-        c.id: c
-        for c in session.scalars(select(Campaign).where(Campaign.id.in_([i.campaign_id for i in items])))
+def items_wire(session: Session, items: list[AutomationItem], *, with_stats: bool) -> list[AutomationItemOut]:
+    campaigns = list(session.scalars(select(Campaign).where(Campaign.id.in_([i.campaign_id for i in items]))))
+    stats = campaign_stats(session, campaigns) if with_stats else {}
+    emails = {
+        view.id: AutomationCampaignOut(**dict(view), stats=stats.get(view.id))
+        for view in campaigns_wire(session, campaigns)
     }
-    campaign_dicts = {view["id"]: view for view in campaign_views(session, list(campaigns.values()))}
-    if with_stats:
-        for campaign_id, stats in campaign_stats(session, list(campaigns.values())).items():
-            campaign_dicts[campaign_id]["stats"] = stats
-    return [
-        {
-            "id": i.id,
-            "automation_id": i.automation_id,
-            "campaign_id": i.campaign_id,
-            "delay_hours": i.delay_hours,
-            "send_order": i.send_order,
-            "campaign": campaign_dicts[i.campaign_id],
-            "created_at": i.created_at,
-            "updated_at": i.updated_at,
-        }
-        for i in items
-    ]
+    return [row_wire(AutomationItemOut, i, campaign=emails[i.campaign_id]) for i in items]
 
 
 def resolve_trigger(
@@ -205,20 +194,20 @@ def live_automations(account_id: int) -> Select[Automation]:
     return select(Automation).where(Automation.account_id == account_id, Automation.deleted_at.is_(None))
 
 
-def account_automations(session: Session, account_id: int) -> list[dict[str, Any]]:
+def account_automations(session: Session, account_id: int) -> list[AutomationOut]:
     """Every live automation of the account, oldest first, as GET /automations lists them."""
     automations = session.scalars(live_automations(account_id).order_by(Automation.id))
-    return automation_views(session, list(automations), with_stats=False)
+    return automations_wire(session, list(automations), with_stats=False)
 
 
-def automations_page(paging: Paging, session: Session, principal: Principal) -> dict[str, Any]:
+def automations_page(paging: Paging, session: Session, principal: Principal) -> Page[AutomationOut]:
     """GET /automations: a page of the account's live automations."""
     query = live_automations(principal.account.id).order_by(Automation.id)
     paged = paginate(session, paging, query, AUTOMATIONS_PER_PAGE)
-    return paged.envelope(automation_views(session, paged.rows, with_stats=False))
+    return paged.as_page(automations_wire(session, paged.rows, with_stats=False))
 
 
-def create_automation(session: Session, principal: Principal, body: AutomationCreate) -> dict[str, Any]:
+def create_automation(session: Session, principal: Principal, body: AutomationCreate) -> AutomationOut:
     """POST /automations: inactive unless `active` is given, with its trigger when one is given."""
     trigger = resolve_trigger(
         session, principal, body.trigger_type, body.trigger_list_id, body.trigger_campaign_id
@@ -231,12 +220,12 @@ def create_automation(session: Session, principal: Principal, body: AutomationCr
     if trigger is not None:
         replace_trigger(session, automation, trigger)
         session.flush()
-    return automation_views(session, [automation], with_stats=False)[0]
+    return automations_wire(session, [automation], with_stats=False)[0]
 
 
 def update_automation(
     session: Session, principal: Principal, automation: Automation, body: AutomationUpdate
-) -> dict[str, Any]:
+) -> AutomationOut:
     """PATCH /automations/{id}: title, active, and the trigger merged from the given fields and the
     current trigger (see merged_trigger)."""
     given = body.model_fields_set
@@ -252,7 +241,7 @@ def update_automation(
             replace_trigger(session, automation, trigger)
     automation.updated_at = utcnow()
     session.flush()
-    return automation_views(session, [automation], with_stats=False)[0]
+    return automations_wire(session, [automation], with_stats=False)[0]
 
 
 def delete_automation(session: Session, automation: Automation) -> None:
@@ -270,7 +259,7 @@ def delete_automation(session: Session, automation: Automation) -> None:
 
 def add_automation_email(
     session: Session, principal: Principal, automation: Automation, body: AutomationEmailCreate
-) -> dict[str, Any]:
+) -> AutomationItemOut:
     """POST /automations/{id}/emails: the email goes last; its delay is 0 for the first email and
     DEFAULT_DELAY_HOURS after another unless given."""
     last_order = session.scalar(
@@ -302,12 +291,12 @@ def add_automation_email(
     )
     session.add(item)
     session.flush()
-    return item_views(session, [item], with_stats=False)[0]
+    return items_wire(session, [item], with_stats=False)[0]
 
 
 def update_automation_email(
     session: Session, automation: Automation, item: AutomationItem, body: AutomationEmailUpdate
-) -> dict[str, Any]:
+) -> AutomationItemOut:
     """PATCH /automation-emails/{id}: the email's fields, its delay, and its place in the sequence."""
     given = body.model_fields_set
     nulled = [
@@ -331,7 +320,7 @@ def update_automation_email(
         renumber(session, automation.id, moved=item, position=body.send_order)
     item.updated_at = now
     session.flush()
-    return item_views(session, [item], with_stats=False)[0]
+    return items_wire(session, [item], with_stats=False)[0]
 
 
 def find_automation(session: Session, principal: Principal, automation_id: int) -> Automation:
@@ -366,7 +355,18 @@ def merged_trigger(
 MEMBERS_SHOWN = 100
 
 
-def automation_members(session: Session, automation: Automation) -> tuple[int, list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class AutomationMember:
+    """A contact the automation has emails for: how many were sent, how many wait, the next one's time."""
+
+    id: int
+    email: str
+    sent: int
+    waiting: int
+    next_due: datetime | None
+
+
+def automation_members(session: Session, automation: Automation) -> tuple[int, list[AutomationMember]]:
     """Who is in the automation: the contacts it has emails for (sent, queued or otherwise; cancelled
     ones aside), how many in all, and the latest MEMBERS_SHOWN with their sent and waiting counts and
     when the next is due."""
@@ -391,7 +391,4 @@ def automation_members(session: Session, automation: Automation) -> tuple[int, l
         .order_by(rows.c.first.desc())
         .limit(MEMBERS_SHOWN)
     ).all()
-    return total, [
-        {"id": r.id, "email": r.email, "sent": r.sent, "waiting": r.waiting, "next_due": r.next_due}
-        for r in latest
-    ]
+    return total, [AutomationMember(r.id, r.email, r.sent, r.waiting, r.next_due) for r in latest]

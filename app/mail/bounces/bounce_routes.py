@@ -22,9 +22,9 @@ from app.kit.errors import NotFound
 from app.kit.time import utcnow
 from app.mail.bounces.providers import Events, apply_events, mailgun, postmark, sendgrid, ses
 from app.mail.bounces.reports import MAX_BODY_BYTES
-from app.mail.schemas import ErrorOut, WebhookAnswer
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import mail_tokens
+from app.mail.wire import ErrorOut, WebhookAnswer
 from app.state import SettingsDep, app_state
 
 router = APIRouter(tags=["Provider webhooks"])

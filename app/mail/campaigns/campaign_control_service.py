@@ -15,16 +15,16 @@ automation's email unless cancelled); unschedule a scheduled campaign that has n
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.kit.errors import Conflict, NotFound
-from app.mail.campaigns.campaign_service import campaign_views, reject_if_cancelled, reject_if_sent
+from app.mail.campaigns.campaign_service import campaigns_wire, reject_if_cancelled, reject_if_sent
 from app.mail.events.emit import emit_campaign_event
 from app.mail.events.types import EventType
 from app.mail.stats import sending_totals
+from app.mail.wire import CampaignOut
 from app.models import Campaign, CampaignState, Deliverable, DeliverableState
 
 CANCELLED_BY_SENDER = "cancelled by its sender"
@@ -62,23 +62,23 @@ def _check(
         raise Conflict(f"A {state} campaign cannot be {verb}.", code=f"not_{verb}")
 
 
-def _told(session: Session, campaign: Campaign, event_type: EventType, now: datetime) -> dict[str, Any]:
+def _told(session: Session, campaign: Campaign, event_type: EventType, now: datetime) -> CampaignOut:
     """The campaign as the answer shows it, told to the account's webhooks as `event_type`."""
-    view = campaign_views(session, [campaign])[0]
+    view = campaigns_wire(session, [campaign])[0]
     data = {
         "campaign": {
             "id": campaign.id,
             "title": campaign.title,
-            "sending_state": view["sending_state"],
-            "pending_count": view["pending_count"],
-            "cancelled_count": view["cancelled_count"],
+            "sending_state": view.sending_state,
+            "pending_count": view.pending_count,
+            "cancelled_count": view.cancelled_count,
         }
     }
     emit_campaign_event(session, campaign.account_id, event_type, data, now)
     return view
 
 
-def pause_campaign(session: Session, campaign: Campaign, now: datetime) -> dict[str, Any]:
+def pause_campaign(session: Session, campaign: Campaign, now: datetime) -> CampaignOut:
     """POST /campaigns/{id}/pause: no email of it starts once this commits; the queued ones wait."""
     _check(session, campaign, PAUSABLE, AUTOMATION_PAUSABLE, "paused")
     campaign.held_at = now
@@ -87,7 +87,7 @@ def pause_campaign(session: Session, campaign: Campaign, now: datetime) -> dict[
     return _told(session, campaign, EventType.CAMPAIGN_PAUSED, now)
 
 
-def resume_campaign(session: Session, campaign: Campaign, now: datetime) -> dict[str, Any]:
+def resume_campaign(session: Session, campaign: Campaign, now: datetime) -> CampaignOut:
     """POST /campaigns/{id}/resume: its queued emails are claimed again (a scheduled one starts when due)."""
     if campaign.held_at is None or campaign.cancelled_at is not None:
         raise Conflict(
@@ -99,7 +99,7 @@ def resume_campaign(session: Session, campaign: Campaign, now: datetime) -> dict
     return _told(session, campaign, EventType.CAMPAIGN_RESUMED, now)
 
 
-def cancel_campaign(session: Session, campaign: Campaign, now: datetime) -> dict[str, Any]:
+def cancel_campaign(session: Session, campaign: Campaign, now: datetime) -> CampaignOut:
     """POST /campaigns/{id}/cancel: held for good, and its queued emails cancelled. Emails on the wire
     at that moment finish and are recorded as what they became."""
     _check(session, campaign, CANCELLABLE, AUTOMATION_CANCELLABLE, "cancelled")
@@ -111,7 +111,7 @@ def cancel_campaign(session: Session, campaign: Campaign, now: datetime) -> dict
     return _told(session, campaign, EventType.CAMPAIGN_CANCELLED, now)
 
 
-def unschedule_campaign(session: Session, campaign: Campaign, now: datetime) -> dict[str, Any]:
+def unschedule_campaign(session: Session, campaign: Campaign, now: datetime) -> CampaignOut:
     """POST /campaigns/{id}/unschedule: a scheduled campaign that has not started goes back to draft
     (and is no longer paused, if it was)."""
     if campaign.automation_id is not None:
@@ -124,7 +124,7 @@ def unschedule_campaign(session: Session, campaign: Campaign, now: datetime) -> 
     campaign.held_at = None
     campaign.updated_at = now
     session.flush()
-    return campaign_views(session, [campaign])[0]
+    return campaigns_wire(session, [campaign])[0]
 
 
 def _cancel_queued(session: Session, campaign_ids: list[int], now: datetime) -> int:

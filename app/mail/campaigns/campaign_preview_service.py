@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 from email.message import EmailMessage
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -40,6 +39,7 @@ from app.mail.sending.queue import custom_fields_of, first_lists
 from app.mail.sending.render import Recipient, Rendered, campaign_headers, compile_stored, render
 from app.mail.sending.tokens import MAX_ROW_ID, MailTokens
 from app.mail.sending.transport import PermanentFailure, TemporaryFailure, make_transport
+from app.mail.wire import CampaignPreviewOut
 from app.models import Account, Campaign, Contact
 
 log = logging.getLogger("tidings.mail.preview")
@@ -109,18 +109,18 @@ def rendered_email(
     return render(compiled, recipient, context.tokens, context.base_url, context.bounce_domain)
 
 
-def preview(rendered: Rendered) -> dict[str, Any]:
+def preview(rendered: Rendered) -> CampaignPreviewOut:
     """The parts of a rendered email, decoded: subject, from, to, html and text."""
     message = email.message_from_bytes(bytes(rendered.message), policy=email.policy.default)
     if not isinstance(message, EmailMessage):
         raise TypeError("the renderer made no EmailMessage")
-    return {
-        "subject": str(message["Subject"]),
-        "from": str(message["From"]),
-        "to": str(message["To"]),
-        "html": _part(message, "html"),
-        "text": _part(message, "plain"),
-    }
+    return CampaignPreviewOut(
+        subject=str(message["Subject"]),
+        from_=str(message["From"]),
+        to=str(message["To"]),
+        html=_part(message, "html"),
+        text=_part(message, "plain"),
+    )
 
 
 def _part(message: EmailMessage, subtype: str) -> str:

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from app.kit.time import account_zone, local_day
 from app.mail.stats import sending_totals
+from app.mail.wire import CampaignReportOut
 from app.models import Account, Campaign, Deliverable, DeliverableState, LinkClick
 
 HOURLY_WINDOW = 48
@@ -89,7 +90,7 @@ def _zero() -> dict[str, int]:
     return dict.fromkeys(KINDS, 0)
 
 
-def campaign_report(session: Session, campaign: Campaign) -> dict[str, Any]:
+def campaign_report(session: Session, campaign: Campaign) -> CampaignReportOut:
     """GET /campaigns/{id}/report of a campaign the caller may read."""
     totals = sending_totals(session, [campaign.id])[campaign.id]
     hours: dict[datetime, dict[str, int]] = defaultdict(_zero)
@@ -111,7 +112,7 @@ def campaign_report(session: Session, campaign: Campaign) -> dict[str, Any]:
                 day = daily[local_day(moment, zone)]
                 for kind, count in counts.items():
                     day[kind] += count
-    return {
+    report = {
         "campaign_id": campaign.id,
         "sending_state": totals.state(campaign),
         "started_at": start,
@@ -127,3 +128,4 @@ def campaign_report(session: Session, campaign: Campaign) -> dict[str, Any]:
         "hourly": hourly,
         "daily": [{"date": day.isoformat(), **daily[day]} for day in sorted(daily)],
     }
+    return CampaignReportOut.model_validate(report)

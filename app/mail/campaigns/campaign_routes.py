@@ -23,7 +23,16 @@ from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.campaigns.campaign_preview_service import mail_context_of
 from app.mail.dns_records import DnsRecord
 from app.mail.input import MailInput, PagingDep, RowId, validate
-from app.mail.schemas import (
+from app.mail.specs import (
+    PREVIEW_PARAMETERS,
+    CampaignCreate,
+    CampaignPreviewQuery,
+    CampaignTestSend,
+    CampaignUpdate,
+)
+from app.mail.stats import campaign_stats
+from app.mail.wire import (
+    CampaignCheckFindingOut,
     CampaignCheckOut,
     CampaignOut,
     CampaignPreviewOut,
@@ -34,14 +43,6 @@ from app.mail.schemas import (
     Page,
     TestSendOut,
 )
-from app.mail.specs import (
-    PREVIEW_PARAMETERS,
-    CampaignCreate,
-    CampaignPreviewQuery,
-    CampaignTestSend,
-    CampaignUpdate,
-)
-from app.mail.stats import campaign_stats
 from app.state import SettingsDep, app_state
 
 router = APIRouter(tags=["Campaigns"])
@@ -52,7 +53,7 @@ CONTROL_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}, 409
 
 
 @router.get("/campaigns", response_model=Page[CampaignOut], summary="List campaigns")
-def list_campaigns(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def list_campaigns(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> Page[CampaignOut]:
     return campaign_service.campaigns_page(paging, session, principal)
 
 
@@ -64,7 +65,7 @@ def list_campaigns(paging: PagingDep, session: SessionDep, principal: PaidMailUs
     summary="Create a campaign (a draft, or scheduled when scheduled_at is given)",
     responses={403: {"model": ErrorOut}, 422: {"model": ErrorOut}},
 )
-def create_campaign(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> dict[str, Any]:
+def create_campaign(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> CampaignOut:
     body = validate(CampaignCreate, raw, status=422)
     return campaign_service.create_campaign(session, principal, body)
 
@@ -75,8 +76,8 @@ def create_campaign(session: SessionDep, principal: PaidMailUser, raw: MailInput
     summary="Get a campaign",
     responses={404: {"model": ErrorOut}},
 )
-def get_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
-    return campaign_service.campaign_views(
+def get_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> CampaignOut:
+    return campaign_service.campaigns_wire(
         session, [campaign_service.any_campaign(session, id, principal.account.id)]
     )[0]
 
@@ -93,9 +94,7 @@ def get_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dic
         422: {"model": ErrorOut},
     },
 )
-def update_campaign(
-    id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput
-) -> dict[str, Any]:
+def update_campaign(id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput) -> CampaignOut:
     campaign = campaign_service.editable_campaign(session, principal, id)
     body = validate(CampaignUpdate, raw, status=422)
     return campaign_service.update_campaign(session, principal, campaign, body)
@@ -126,7 +125,7 @@ def delete_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> 
 )
 def send_campaign(
     id: RowId, session: SessionDep, principal: PaidMailUser, settings: SettingsDep
-) -> dict[str, Any]:
+) -> CampaignOut:
     return campaign_service.send_draft(session, principal, id, SigningPolicy.from_settings(settings))
 
 
@@ -138,7 +137,7 @@ def send_campaign(
 )
 async def check_campaign(
     id: RowId, session: SessionDep, principal: PaidMailUser, settings: SettingsDep, request: Request
-) -> dict[str, Any]:
+) -> CampaignCheckOut:
     def lint() -> tuple[list[campaign_check.Finding], list[DnsRecord]]:
         campaign = campaign_service.any_campaign(session, id, principal.account.id)
         findings = campaign_check.check_campaign(
@@ -149,10 +148,10 @@ async def check_campaign(
     findings, records = await run_in_threadpool(lint)
     resolver = app_state(request).txt_resolver
     findings += await campaign_check.dns_findings(records, settings.bounce_domain, resolver)
-    return {
-        "findings": [asdict(finding) for finding in findings],
-        "sendable": all(finding.severity != "error" for finding in findings),
-    }
+    return CampaignCheckOut(
+        findings=[CampaignCheckFindingOut.model_validate(asdict(finding)) for finding in findings],
+        sendable=all(finding.severity != "error" for finding in findings),
+    )
 
 
 @router.get(
@@ -177,7 +176,7 @@ def get_campaign_stats(id: RowId, session: SessionDep, principal: PaidMailUser) 
     responses=CONTROL_ERRORS,
     openapi_extra=EXTENSION,
 )
-def pause_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def pause_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> CampaignOut:
     campaign = campaign_control_service.controlled_campaign(session, principal.account.id, id)
     return campaign_control_service.pause_campaign(session, campaign, utcnow())
 
@@ -191,7 +190,7 @@ def pause_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> d
     responses=CONTROL_ERRORS,
     openapi_extra=EXTENSION,
 )
-def resume_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def resume_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> CampaignOut:
     campaign = campaign_control_service.controlled_campaign(session, principal.account.id, id)
     return campaign_control_service.resume_campaign(session, campaign, utcnow())
 
@@ -206,7 +205,7 @@ def resume_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> 
     responses=CONTROL_ERRORS,
     openapi_extra=EXTENSION,
 )
-def cancel_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def cancel_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> CampaignOut:
     campaign = campaign_control_service.controlled_campaign(session, principal.account.id, id)
     return campaign_control_service.cancel_campaign(session, campaign, utcnow())
 
@@ -220,7 +219,7 @@ def cancel_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> 
     responses=CONTROL_ERRORS,
     openapi_extra=EXTENSION,
 )
-def unschedule_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def unschedule_campaign(id: RowId, session: SessionDep, principal: PaidMailUser) -> CampaignOut:
     campaign = campaign_control_service.controlled_campaign(session, principal.account.id, id)
     return campaign_control_service.unschedule_campaign(session, campaign, utcnow())
 
@@ -242,7 +241,7 @@ def unschedule_campaign(id: RowId, session: SessionDep, principal: PaidMailUser)
 )
 def preview_campaign(
     id: RowId, session: SessionDep, principal: PaidMailUser, raw: MailInput, settings: SettingsDep
-) -> Any:
+) -> CampaignPreviewOut | Response:
     query = validate(CampaignPreviewQuery, raw, status=422)
     campaign = campaign_service.any_campaign(session, id, principal.account.id)
     recipient = campaign_preview_service.recipient_of(
@@ -308,6 +307,6 @@ async def test_send_campaign(
     responses={404: {"model": ErrorOut}},
     openapi_extra=EXTENSION,
 )
-def campaign_report(id: RowId, session: SessionDep, principal: PaidMailUser) -> dict[str, Any]:
+def campaign_report(id: RowId, session: SessionDep, principal: PaidMailUser) -> CampaignReportOut:
     campaign = campaign_service.any_campaign(session, id, principal.account.id)
     return campaign_report_service.campaign_report(session, campaign)

@@ -163,12 +163,3 @@ def set_email_parts(campaign: Campaign, body: EmailPartsInput) -> bool:
     if body.track_opens is not None:
         campaign.track_opens = body.track_opens
     return bool(given & {*EMAIL_PARTS, "track_opens"})
-
-
-def email_parts_view(campaign: Campaign) -> dict[str, Any]:
-    return {
-        "text": campaign.text,
-        "preheader": campaign.preheader,
-        "reply_to": campaign.reply_to,
-        "track_opens": campaign.track_opens,
-    }

@@ -9,7 +9,6 @@ deleted. Pause, resume, cancel and unschedule are campaign_control_service.py.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from sqlalchemy import Select, delete, select
 from sqlalchemy.orm import Session
@@ -22,7 +21,6 @@ from app.mail.campaigns.campaign_check import SigningPolicy, refuse_serious_find
 from app.mail.campaigns.campaign_rules import (
     check_can_send,
     check_timezone_configured,
-    email_parts_view,
     live_list_ids,
     set_email_parts,
     to_utc,
@@ -30,6 +28,7 @@ from app.mail.campaigns.campaign_rules import (
 from app.mail.common import check_list_ids, paginate
 from app.mail.specs import CampaignCreate, CampaignUpdate
 from app.mail.stats import sending_totals
+from app.mail.wire import CampaignOut, Page, row_wire
 from app.models import Campaign, CampaignList, ContactList
 
 CAMPAIGNS_PER_PAGE = 100
@@ -38,7 +37,7 @@ CAMPAIGNS_PER_PAGE = 100
 REQUIRED_ON_UPDATE = ("title", "subject", "html", "from_name", "from_email")
 
 
-def campaign_views(session: Session, campaigns: list[Campaign]) -> list[dict[str, Any]]:
+def campaigns_wire(session: Session, campaigns: list[Campaign]) -> list[CampaignOut]:
     """Campaigns with their list ids and sending totals, in two queries for the lot."""
     lists_of: dict[int, list[int]] = defaultdict(list)
     ids = [c.id for c in campaigns]
@@ -53,27 +52,7 @@ def campaign_views(session: Session, campaigns: list[Campaign]) -> list[dict[str
         for campaign_id, list_id in rows:
             lists_of[campaign_id].append(list_id)
     return [
-        {
-            "id": c.id,
-            "title": c.title,
-            "subject": c.subject,
-            "html": c.html,
-            "from_name": c.from_name,
-            "from_email": c.from_email,
-            "scheduled_at": c.scheduled_at,
-            "sent_at": c.sent_at,
-            "timezone": c.timezone,
-            "lists": lists_of[c.id],
-            "created_at": c.created_at,
-            "updated_at": c.updated_at,
-            "sent_count": totals[c.id].sent,
-            "send_warning": c.send_warning,
-            "last_delivery_error": c.last_delivery_error,
-            "last_delivery_error_at": c.last_delivery_error_at,
-            **email_parts_view(c),
-            "public_archive": c.public_archive,
-            **totals[c.id].wire(c),
-        }
+        row_wire(CampaignOut, c, lists=lists_of[c.id], sent_count=totals[c.id].sent, **totals[c.id].wire(c))
         for c in campaigns
     ]
 
@@ -143,13 +122,13 @@ def campaigns_query(account_id: int) -> Select[Campaign]:
     )
 
 
-def campaigns_page(paging: Paging, session: Session, principal: Principal) -> dict[str, Any]:
+def campaigns_page(paging: Paging, session: Session, principal: Principal) -> Page[CampaignOut]:
     """GET /campaigns: a page of the account's live campaigns (not an automation's emails)."""
     paged = paginate(session, paging, campaigns_query(principal.account.id), CAMPAIGNS_PER_PAGE)
-    return paged.envelope(campaign_views(session, paged.rows))
+    return paged.as_page(campaigns_wire(session, paged.rows))
 
 
-def create_campaign(session: Session, principal: Principal, body: CampaignCreate) -> dict[str, Any]:
+def create_campaign(session: Session, principal: Principal, body: CampaignCreate) -> CampaignOut:
     """POST /campaigns: a draft, or scheduled when scheduled_at is given."""
     list_ids = check_list_ids(session, principal.account.id, body.lists, "lists", 422)
     timezone = body.timezone or principal.account.timezone or None
@@ -173,12 +152,12 @@ def create_campaign(session: Session, principal: Principal, body: CampaignCreate
     session.flush()
     set_campaign_lists(session, campaign.id, list_ids)
     session.flush()
-    return campaign_views(session, [campaign])[0]
+    return campaigns_wire(session, [campaign])[0]
 
 
 def update_campaign(
     session: Session, principal: Principal, campaign: Campaign, body: CampaignUpdate
-) -> dict[str, Any]:
+) -> CampaignOut:
     """PATCH /campaigns/{id} of a campaign not sent: given fields replace, null ones that are required
     are refused, and a schedule is checked as at creation."""
     given = body.model_fields_set
@@ -219,7 +198,7 @@ def update_campaign(
         raise ValidationFailed({"lists": ["A scheduled campaign needs at least one list."]})
     campaign.updated_at = utcnow()
     session.flush()
-    return campaign_views(session, [campaign])[0]
+    return campaigns_wire(session, [campaign])[0]
 
 
 def delete_campaign(session: Session, campaign: Campaign) -> None:
@@ -227,7 +206,7 @@ def delete_campaign(session: Session, campaign: Campaign) -> None:
     session.flush()
 
 
-def send_campaign(session: Session, principal: Principal, campaign: Campaign) -> dict[str, Any]:
+def send_campaign(session: Session, principal: Principal, campaign: Campaign) -> CampaignOut:
     """POST /campaigns/{id}/send of a draft: scheduled now, when it has lists and the account may send."""
     if campaign.scheduled_at is not None:
         raise Conflict("Campaign is already scheduled.", code="already_scheduled")
@@ -237,12 +216,12 @@ def send_campaign(session: Session, principal: Principal, campaign: Campaign) ->
     campaign.scheduled_at = utcnow()
     campaign.updated_at = campaign.scheduled_at
     session.flush()
-    return campaign_views(session, [campaign])[0]
+    return campaigns_wire(session, [campaign])[0]
 
 
 def send_draft(
     session: Session, principal: Principal, campaign_id: int, policy: SigningPolicy
-) -> dict[str, Any]:
+) -> CampaignOut:
     """POST /campaigns/{id}/send (and the console's Send): the account's unsent campaign, refused on a
     serious finding of the check before send, then sent as `send_campaign` does."""
     campaign = editable_campaign(session, principal, campaign_id)

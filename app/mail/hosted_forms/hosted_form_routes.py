@@ -17,6 +17,7 @@ from app.identity.token_lookup import forget_accounts
 from app.kit.body import BodyTooLarge, read_capped
 from app.kit.client import client_address
 from app.kit.errors import DomainError
+from app.kit.json_types import JsonObject
 from app.mail.contact_service import ContactLimitExceeded
 from app.mail.hosted_forms.hosted_form_pages import (
     form_page,
@@ -49,7 +50,7 @@ class BodyProblem(DomainError):
     pass
 
 
-async def read_submission(request: Request) -> dict[str, Any]:
+async def read_submission(request: Request) -> JsonObject:
     """The submitted fields (as sent: strings, or any JSON value), or BodyProblem (413, 415, 422)."""
     try:
         body = await read_capped(request, MAX_BODY_BYTES)

@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 
 from app.db import upsert
 from app.kit.errors import DomainError, ValidationFailed
+from app.kit.json_types import JsonObject
 from app.mail.bounces.bounce_classes import BounceClass
 from app.mail.bounces.reports import MAX_REPORTS, Report, apply_reports
 from app.mail.input import laravel_errors
@@ -143,7 +144,7 @@ def invalid(where: str, message: str) -> ValidationFailed:
     return ValidationFailed({where: [message]})
 
 
-def an_object(value: Any, where: str) -> dict[str, Any]:
+def an_object(value: Any, where: str) -> JsonObject:
     if not isinstance(value, dict):
         raise invalid(where, f"The {where} must be an object.")
     return value

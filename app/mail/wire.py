@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
@@ -16,10 +16,17 @@ Timestamp = Annotated[datetime, PlainSerializer(iso, return_type=str)]
 OptionalTimestamp = Annotated[datetime | None, PlainSerializer(iso, return_type=str | None)]
 
 ItemT = TypeVar("ItemT")
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class Out(BaseModel):
     model_config = ConfigDict(from_attributes=True)
+
+
+def row_wire(model: type[ModelT], row: object, **values: Any) -> ModelT:
+    """`model` of a row: each field from the row's attribute of the same name, but those in `values`
+    (what the row does not hold: counts, list ids, nested answers)."""
+    return model(**{name: getattr(row, name) for name in model.model_fields if name not in values}, **values)
 
 
 class ContactOut(Out):
