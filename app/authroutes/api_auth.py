@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
+from app.app_state import SettingsDep, app_state
 from app.authroutes.body import read_body, validated
 from app.authroutes.schemas import (
     AuthErrorOut,
@@ -36,7 +37,6 @@ from app.identity.sign_in import sign_in_with_password
 from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in, username_available
 from app.kit.client import client_address
 from app.kit.openapi import FORM, JSON, request_body
-from app.state import SettingsDep, app_state
 
 # What any POST of the family may answer besides its own codes.
 POST_ERRORS: dict[int | str, dict[str, Any]] = {

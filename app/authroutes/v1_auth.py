@@ -16,6 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.background import BackgroundTask
 
+from app.app_state import SettingsDep, app_state
 from app.authroutes.pages import DEVICE_PATH
 from app.db import SessionDep, side_transaction
 from app.identity.auth_errors import AuthCode
@@ -42,7 +43,6 @@ from app.kit.v1_input import JsonBody, invalid, read_json, read_v1_body, validat
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.models import PersonalToken, User
-from app.state import SettingsDep, app_state
 
 router = V1Router(prefix="/v1/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
 

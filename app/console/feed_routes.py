@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Response
 
+from app.app_state import SettingsDep
 from app.console.pages import CONSOLE, ConsoleUser, PostedForm, item_view, messages_of
 from app.feeds import feed_service
 from app.feeds.item_service import item_page
@@ -16,7 +17,6 @@ from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
 from app.kit.time import utcnow
 from app.kit.v1_input import Cursor, validate
-from app.state import SettingsDep
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
 FEEDS = CONSOLE + "/feeds"

@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from app.app_state import app_state
 from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
 from app.feeds import feed_service
 from app.feeds.item_service import item_page
@@ -17,7 +18,6 @@ from app.kit.errors import DomainError
 from app.kit.time import utcnow
 from app.kit.v1_input import Cursor, validate
 from app.mail.list_service import account_lists
-from app.state import app_state
 from app.watches import newsletter_template, watch_service
 from app.watches.dependencies import engines_of, rules_of
 from app.watches.specs import WatchInput

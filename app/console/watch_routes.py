@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from app.app_state import app_state
 from app.console import action_forms
 from app.console.charts import Bar, bar_chart
 from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
@@ -17,7 +18,6 @@ from app.kit.errors import DomainError
 from app.kit.time import utcnow
 from app.kit.v1_input import Cursor, validate
 from app.models.states import ActionKind
-from app.state import app_state
 from app.watches import activity_service, chain_service, watch_service
 from app.watches.actions import ACTIONS
 from app.watches.dependencies import engines_of, rules_of

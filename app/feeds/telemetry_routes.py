@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.app_state import SettingsDep
 from app.db import SessionDep
 from app.feeds.telemetry_service import set_mode, telemetry_state
 from app.feeds.wire import TelemetryInput, TelemetryState, TelemetrySwitch
@@ -12,7 +13,6 @@ from app.kit.openapi import request_body
 from app.kit.v1_input import JsonBody, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
-from app.state import SettingsDep
 
 router = V1Router(tags=["Telemetry"])
 

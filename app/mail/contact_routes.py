@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
+from app.app_state import app_state
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
@@ -24,7 +25,6 @@ from app.mail.specs import (
     EmailOnly,
 )
 from app.models import Contact
-from app.state import app_state
 
 router = APIRouter(tags=["Contacts"])
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from app.app_state import app_state
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
@@ -15,7 +16,6 @@ from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.schemas import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter, ListCreate
 from app.models import Contact
-from app.state import app_state
 
 router = APIRouter(tags=["Lists"])
 
