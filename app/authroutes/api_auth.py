@@ -11,18 +11,15 @@ from fastapi.responses import JSONResponse
 
 from app.app_state import SettingsDep, app_state
 from app.authroutes.body import read_body, validated
-from app.authroutes.schemas import (
+from app.authroutes.specs import SignInUsernameBody, SignUpEmailBody, UpdateUserBody, UsernameBody
+from app.authroutes.wire import (
     AuthErrorOut,
     SessionWithUser,
     SignInOut,
-    SignInUsernameBody,
     SignOutOut,
-    SignUpEmailBody,
     SignUpOut,
     StatusOut,
-    UpdateUserBody,
     UsernameAvailability,
-    UsernameBody,
     session_out,
     user_out,
 )
