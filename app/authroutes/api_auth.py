@@ -20,8 +20,8 @@ from app.authroutes.wire import (
     SignUpOut,
     StatusOut,
     UsernameAvailability,
-    session_out,
-    user_out,
+    session_wire,
+    user_wire,
 )
 from app.db import SessionDep
 from app.identity.auth_errors import AuthCode, auth_error
@@ -109,7 +109,7 @@ async def sign_up_email(
         )
     )
     set_session_cookie(response, signed_in.token, settings, remember=remember)
-    return SignUpOut(token=signed_in.token, user=user_out(signed_in.user))
+    return SignUpOut(token=signed_in.token, user=user_wire(signed_in.user))
 
 
 @router.post(
@@ -145,7 +145,7 @@ async def sign_in_username(
         redirect=callback_url is not None,
         token=signed_in.token,
         url=callback_url,
-        user=user_out(signed_in.user),
+        user=user_wire(signed_in.user),
     )
     # A Response of its own: better-auth's `url: undefined` is no key at all in its JSON.
     absent = {"url"} if callback_url is None else set()
@@ -209,7 +209,7 @@ def get_session(response: Response, signed_in: OptionalSessionUser) -> SessionWi
     response.headers["Pragma"] = "no-cache"
     if signed_in is None:
         return None
-    return SessionWithUser(session=session_out(signed_in), user=user_out(signed_in.user))
+    return SessionWithUser(session=session_wire(signed_in), user=user_wire(signed_in.user))
 
 
 @router.post(

@@ -76,7 +76,7 @@ class AuthErrorOut(BaseModel):
     message: str
 
 
-def user_out(user: User) -> UserOut:
+def user_wire(user: User) -> UserOut:
     return UserOut(
         id=str(user.id),
         email=user.email,
@@ -90,7 +90,7 @@ def user_out(user: User) -> UserOut:
     )
 
 
-def session_out(signed_in: SignedIn) -> SessionOut:
+def session_wire(signed_in: SignedIn) -> SessionOut:
     session = signed_in.session
     return SessionOut(
         id=str(session.id),

@@ -24,7 +24,7 @@ from app.feeds.source_service import (
     unique_inputs,
 )
 from app.feeds.specs import FeedFields, FeedInput, SourceInput
-from app.feeds.wire import feed_view, feed_wire, source_wire
+from app.feeds.wire import feed_wire, feed_with_sources_wire, source_wire
 from app.identity.principal import Principal
 from app.kit.errors import Conflict, NotFound
 from app.kit.ids import new_ulid, normalize_ulid
@@ -86,7 +86,7 @@ def find_feed(session: Session, account_id: int, feed_id: str, *, lock: bool = F
 
 def read_feed(session: Session, account_id: int, feed_id: str) -> dict[str, Any]:
     feed = find_feed(session, account_id, feed_id)
-    return feed_view(feed, feed_sources(session, feed.id))
+    return feed_with_sources_wire(feed, feed_sources(session, feed.id))
 
 
 def _settings_of(body: FeedFields) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def create_feed(
     session.flush()
     if inputs:
         replace_sources(session, feed, inputs, dry_run=False, now=now)
-    return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": False}
+    return {**feed_with_sources_wire(feed, feed_sources(session, feed.id)), "dry_run": False}
 
 
 def _next_poll(feed: Feed, now: datetime, min_poll_seconds: int) -> datetime | None:
@@ -210,7 +210,7 @@ def edit_feed(
     )
     feed.updated_at = now
     session.flush()
-    return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": False}
+    return {**feed_with_sources_wire(feed, feed_sources(session, feed.id)), "dry_run": False}
 
 
 def set_active(
@@ -234,7 +234,7 @@ def set_active(
         feed.next_poll_at = _next_poll(feed, now, min_poll_seconds)
         feed.updated_at = now
         session.flush()
-    return {**feed_view(feed, sources), "dry_run": False}
+    return {**feed_with_sources_wire(feed, sources), "dry_run": False}
 
 
 def _view_tail(sources: list[Any]) -> dict[str, Any]:
@@ -247,7 +247,7 @@ def delete_feed(
     """Deletes the feed with its sources and items; a dry run returns what would be deleted."""
     feed = find_feed(session, principal.account.id, feed_id)
     if dry_run:
-        return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": True}
+        return {**feed_with_sources_wire(feed, feed_sources(session, feed.id)), "dry_run": True}
     session.execute(delete(Feed).where(Feed.id == feed.id))
     return None
 

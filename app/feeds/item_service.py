@@ -24,7 +24,7 @@ ITEM_COLUMNS = (
 )
 
 
-def _item_dict(row: Any) -> dict[str, Any]:
+def _item_wire(row: Any) -> dict[str, Any]:
     item_id, kind, external_id, occurred_at, label, data = row
     return {
         "id": item_id,
@@ -48,7 +48,7 @@ def read_item(session: Session, account_id: int, item_id: str) -> dict[str, Any]
     )
     if row is None:
         raise NotFound(f"No feed item {item_id}.")
-    return _item_dict(row)
+    return _item_wire(row)
 
 
 def item_page(session: Session, account_id: int, feed_id: str, cursor: Cursor) -> dict[str, Any]:
@@ -57,6 +57,6 @@ def item_page(session: Session, account_id: int, feed_id: str, cursor: Cursor) -
     if cursor.after is not None:
         query = query.where(FeedItem.id < cursor.after)
     rows = session.execute(query.order_by(FeedItem.id.desc()).limit(cursor.limit)).all()
-    items = [_item_dict(row) for row in rows]
+    items = [_item_wire(row) for row in rows]
     next_cursor = items[-1]["id"] if len(items) == cursor.limit else None
     return {"items": items, "next_cursor": next_cursor}

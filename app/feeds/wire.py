@@ -196,7 +196,7 @@ def feed_wire(feed: Feed) -> dict[str, Any]:
     }
 
 
-def feed_view(feed: Feed, sources: list[Source]) -> dict[str, Any]:
+def feed_with_sources_wire(feed: Feed, sources: list[Source]) -> dict[str, Any]:
     return {
         **feed_wire(feed),
         "source_count": len(sources),

@@ -25,7 +25,7 @@ from app.models import (
     WatchActionRun,
 )
 from app.watches.lookup import find_action
-from app.watches.wire import action_wire, delivery_view, delivery_wire, run_wire
+from app.watches.wire import action_wire, delivery_wire, delivery_with_payload_wire, run_wire
 
 WINDOWS = ("24h", "yesterday", "7d", "30d")
 DEFAULT_WINDOW = "7d"
@@ -179,7 +179,7 @@ def run_page(
     }
 
 
-def run_view(session: Session, account_id: int, run_id: str) -> dict[str, Any]:
+def read_run(session: Session, account_id: int, run_id: str) -> dict[str, Any]:
     canonical = normalize_ulid(run_id)
     run = None
     if canonical is not None:
@@ -229,4 +229,4 @@ def delivery_detail(session: Session, account_id: int, delivery_id: str) -> dict
         ).first()
     if row is None:
         raise NotFound(f"No delivery {delivery_id}.")
-    return delivery_view(row)
+    return delivery_with_payload_wire(row)

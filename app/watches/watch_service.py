@@ -24,7 +24,7 @@ from app.watches.chain_service import (
 )
 from app.watches.lookup import find_watch
 from app.watches.specs import ActionInput, WatchInput, WatchPatch
-from app.watches.wire import action_wire, watch_view, watch_wire
+from app.watches.wire import action_wire, watch_wire, watch_with_actions_wire
 
 
 def feed_ids_of(session: Session, watch_ids: list[str]) -> dict[str, list[str]]:
@@ -55,7 +55,9 @@ def list_watches(session: Session, account_id: int, cursor: Cursor) -> dict[str,
 
 def read_watch(session: Session, account_id: int, watch_id: str) -> dict[str, Any]:
     watch = find_watch(session, account_id, watch_id)
-    return watch_view(watch, feed_ids_of(session, [watch.id])[watch.id], chain_of(session, watch.id))
+    return watch_with_actions_wire(
+        watch, feed_ids_of(session, [watch.id])[watch.id], chain_of(session, watch.id)
+    )
 
 
 def list_actions(session: Session, account_id: int, watch_id: str) -> dict[str, Any]:
@@ -188,7 +190,7 @@ def create_watch(
     session.flush()
     _set_feeds(session, watch, feeds, now)
     actions = apply_chain(session, watch, chain, [], now)
-    return {**watch_view(watch, feeds, actions), "dry_run": False}
+    return {**watch_with_actions_wire(watch, feeds, actions), "dry_run": False}
 
 
 def edit_watch(
@@ -230,7 +232,10 @@ def edit_watch(
     if chain is not None:
         current = apply_chain(session, watch, chain, current, now)
     session.flush()
-    return {**watch_view(watch, feed_ids_of(session, [watch.id])[watch.id], current), "dry_run": False}
+    return {
+        **watch_with_actions_wire(watch, feed_ids_of(session, [watch.id])[watch.id], current),
+        "dry_run": False,
+    }
 
 
 def delete_watch(
@@ -239,7 +244,9 @@ def delete_watch(
     """Deletes the watch with its actions, runs and deliveries; a dry run returns what would go."""
     watch = find_watch(session, principal.account.id, watch_id)
     if dry_run:
-        view = watch_view(watch, feed_ids_of(session, [watch.id])[watch.id], chain_of(session, watch.id))
+        view = watch_with_actions_wire(
+            watch, feed_ids_of(session, [watch.id])[watch.id], chain_of(session, watch.id)
+        )
         return {**view, "dry_run": True}
     session.execute(delete(Watch).where(Watch.id == watch.id))
     return None

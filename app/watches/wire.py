@@ -209,7 +209,7 @@ def watch_wire(watch: Watch, feed_ids: list[str]) -> dict[str, Any]:
     }
 
 
-def watch_view(watch: Watch, feed_ids: list[str], actions: list[WatchAction]) -> dict[str, Any]:
+def watch_with_actions_wire(watch: Watch, feed_ids: list[str], actions: list[WatchAction]) -> dict[str, Any]:
     return {**watch_wire(watch, feed_ids), "actions": [action_wire(a) for a in actions]}
 
 
@@ -250,5 +250,5 @@ def delivery_wire(delivery: WatchActionDelivery) -> dict[str, Any]:
     }
 
 
-def delivery_view(delivery: WatchActionDelivery) -> dict[str, Any]:
+def delivery_with_payload_wire(delivery: WatchActionDelivery) -> dict[str, Any]:
     return {**delivery_wire(delivery), "request_payload": delivery.request_payload}
