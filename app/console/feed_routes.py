@@ -83,7 +83,7 @@ def create_feed_submit(me: ConsoleUser, form: PostedForm, settings: SettingsDep)
         return _new_feed_page(me, form, errors=messages_of(refused), status=400)
     if dry_run:
         return _new_feed_page(me, form, preview=created)
-    return me.redirect(f"{FEEDS}/{created['id']}")
+    return me.redirect(f"{FEEDS}/{created.id}")
 
 
 @router.get(FEEDS + "/{feed_id}")
@@ -113,10 +113,10 @@ def edit_feed_submit(feed_id: str, me: ConsoleUser, form: PostedForm, settings: 
     feed = feed_service.read_feed(me.db, me.account_id, feed_id)
     body = {
         "name": form.text("name"),
-        "kind": feed["kind"],
-        "is_active": feed["is_active"],
+        "kind": feed.kind,
+        "is_active": feed.is_active,
         "poll_interval_seconds": form.text("poll_interval_seconds"),
-        "data": {**feed["data"], "retention_days": form.text("retention_days")},
+        "data": {**feed.data.model_dump(), "retention_days": form.text("retention_days")},
     }
     try:
         feed_service.edit_feed(
@@ -178,11 +178,12 @@ def _replace_sources(
 
 @router.post(FEEDS + "/{feed_id}/sources")
 def add_source_submit(feed_id: str, me: ConsoleUser, form: PostedForm, settings: SettingsDep) -> Response:
-    existing = feed_service.list_sources(me.db, me.account_id, feed_id)["sources"]
+    existing = [s.model_dump() for s in feed_service.list_sources(me.db, me.account_id, feed_id).sources]
     return _replace_sources(me, feed_id, [*existing, source_body(form)], settings)
 
 
 @router.post(FEEDS + "/{feed_id}/sources/{source_id}/remove")
 def remove_source_submit(feed_id: str, source_id: str, me: ConsoleUser, settings: SettingsDep) -> Response:
-    existing = feed_service.list_sources(me.db, me.account_id, feed_id)["sources"]
-    return _replace_sources(me, feed_id, [s for s in existing if s["id"] != source_id], settings)
+    existing = feed_service.list_sources(me.db, me.account_id, feed_id).sources
+    kept = [s.model_dump() for s in existing if s.id != source_id]
+    return _replace_sources(me, feed_id, kept, settings)

@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.feeds.wire import TelemetryState
 from app.identity.principal import Principal
 from app.kit.errors import Forbidden
 from app.kit.time import utcnow
@@ -30,13 +31,11 @@ def current_mode(session: Session) -> str:
     return row.mode if row is not None else "off"
 
 
-def telemetry_state(session: Session, principal: Principal, settings: Settings) -> dict[str, Any]:
+def telemetry_state(session: Session, principal: Principal, settings: Settings) -> TelemetryState:
     mode = current_mode(session)
-    return {
-        "mode": mode,
-        "can_set": principal.user.is_staff,
-        "emitting": mode == "on" and bool(settings.telemetry_url),
-    }
+    return TelemetryState(
+        mode=mode, can_set=principal.user.is_staff, emitting=mode == "on" and bool(settings.telemetry_url)
+    )
 
 
 def set_mode(session: Session, principal: Principal, mode: str) -> None:
