@@ -138,4 +138,4 @@ def newsletter_submit(request: Request, me: ConsoleUser, form: PostedForm) -> Re
         )
     except DomainError as refused:
         return _page(request, me, values, errors=messages_of(refused), status=400)
-    return me.redirect(f"{CONSOLE}/watches/{created['id']}")
+    return me.redirect(f"{CONSOLE}/watches/{created.id}")
