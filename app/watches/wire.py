@@ -187,6 +187,46 @@ class EngineListResponse(BaseModel):
     items: list[EngineStatus]
 
 
+class BackfillPreview(BaseModel):
+    dry_run: bool
+    source_action_id: str
+    source_is_head: bool
+    replace: bool
+    matched: int
+    present: int
+    pruned: int
+    would_delete: int
+    would_enqueue: int
+
+
+class BackfillJob(BaseModel):
+    id: str
+    state: str
+    target_action_id: str
+    source_action_id: str
+    source_is_head: bool
+    kind: str
+    replace: bool
+    occurred_since: Timestamp | None
+    occurred_until: Timestamp | None
+    completed_since: Timestamp | None
+    completed_until: Timestamp | None
+    matched: int
+    present: int
+    pruned: int
+    deleted: int
+    enqueued: int
+    error: str
+    created_at: Timestamp
+    started_at: Timestamp | None
+    completed_at: Timestamp | None
+
+
+class BackfillListResponse(BaseModel):
+    items: list[BackfillJob]
+    next_cursor: str | None
+
+
 # --- builders: rows to the models above ----------------------------------------------------------
 # Built with `model_construct`: the values are the rows' own, and the stored JSON (an action's config, a
 # run's result, a delivery's payload: JsonObject) goes out as it was stored, not re-read by the models.
