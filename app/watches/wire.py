@@ -10,7 +10,15 @@ from pydantic import BaseModel
 from app.kit.json_types import JsonObject
 from app.kit.v1_wire import Timestamp
 from app.kit.wire_enum import inline_enum
-from app.models import DeliveryState, RunState, Watch, WatchAction, WatchActionDelivery, WatchActionRun
+from app.models import (
+    ActionBackfill,
+    DeliveryState,
+    RunState,
+    Watch,
+    WatchAction,
+    WatchActionDelivery,
+    WatchActionRun,
+)
 from app.watches.actions import ACTIONS
 
 if TYPE_CHECKING:
@@ -303,4 +311,30 @@ def delivery_wire(delivery: WatchActionDelivery) -> WatchActionDeliveryWire:
 def delivery_with_payload_wire(delivery: WatchActionDelivery) -> WatchActionDeliveryView:
     return WatchActionDeliveryView.model_construct(
         **dict(delivery_wire(delivery)), request_payload=delivery.request_payload
+    )
+
+
+def job_wire(job: ActionBackfill) -> BackfillJob:
+    """A backfill's record."""
+    return BackfillJob.model_construct(
+        id=job.id,
+        state=job.state,
+        target_action_id=job.target_action_id,
+        source_action_id=job.source_action_id,
+        source_is_head=not job.source_action_id,
+        kind=job.kind,
+        replace=job.replace,
+        occurred_since=job.occurred_since,
+        occurred_until=job.occurred_until,
+        completed_since=job.completed_since,
+        completed_until=job.completed_until,
+        matched=job.matched,
+        present=job.present,
+        pruned=job.pruned,
+        deleted=job.deleted,
+        enqueued=job.enqueued,
+        error=job.error,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        completed_at=job.completed_at,
     )
