@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from app.feeds.specs import CuratedFeedConfig, SourceSpec
-from app.kit.v1_wire import Timestamp
+from app.kit.v1_wire import Timestamp, row_fields
 from app.models import Feed, Source
 
 
@@ -176,36 +176,13 @@ class FeedOverviewPage(BaseModel):
 
 
 def source_wire(source: Source) -> SourceWire:
-    return SourceWire(
-        id=source.id,
-        spec=source.spec,
-        display=source.display,
-        meta=source.meta,
-        field_map=source.field_map,
-        last_event_at=source.last_event_at,
-        created_at=source.created_at,
-        last_polled_at=source.last_polled_at,
-        last_error=source.last_error,
-        consecutive_failures=source.consecutive_failures,
-        retry_at=source.retry_at,
-    )
+    return SourceWire.model_validate(source, from_attributes=True)
 
 
 def feed_wire(feed: Feed) -> FeedWire:
-    return FeedWire(
-        id=feed.id,
-        name=feed.name,
-        kind=feed.kind,
-        is_active=feed.is_active,
-        poll_interval_seconds=feed.poll_interval_seconds,
-        user_id=str(feed.user_id) if feed.user_id is not None else "",
-        data=CuratedFeedConfig(default_field_map=feed.default_field_map, retention_days=feed.retention_days),
-        created_at=feed.created_at,
-        last_polled_at=feed.last_polled_at,
-        next_poll_at=feed.next_poll_at,
-        last_error=feed.last_error,
-        consecutive_failures=feed.consecutive_failures,
-    )
+    user_id = str(feed.user_id) if feed.user_id is not None else ""
+    data = CuratedFeedConfig(default_field_map=feed.default_field_map, retention_days=feed.retention_days)
+    return FeedWire(**row_fields(FeedWire, feed, user_id=user_id, data=data))
 
 
 def feed_with_sources_wire(feed: Feed, sources: list[Source]) -> FeedView:

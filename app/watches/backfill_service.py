@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -142,16 +143,19 @@ def backfill(
     resolved = _resolved(bounds, now)
     plan = _plan(session, target, resolved, replace)
     source_id = plan.source.id if plan.source is not None else ""
-    pruned = plan.matched - len(plan.present)
+    # What the preview and the record both count.
+    found: dict[str, Any] = {
+        "matched": plan.matched,
+        "present": len(plan.present),
+        "pruned": plan.matched - len(plan.present),
+    }
     if dry_run:
         return BackfillPreview.model_construct(
             dry_run=True,
             source_action_id=source_id,
             source_is_head=plan.source is None,
             replace=replace,
-            matched=plan.matched,
-            present=len(plan.present),
-            pruned=pruned,
+            **found,
             would_delete=len(plan.to_delete),
             would_enqueue=len(plan.to_enqueue),
         )
@@ -171,9 +175,7 @@ def backfill(
         state=BackfillState.DONE,
         replace=replace,
         **_bounds_of(resolved),
-        matched=plan.matched,
-        present=len(plan.present),
-        pruned=pruned,
+        **found,
         deleted=len(plan.to_delete),
         enqueued=len(plan.to_enqueue),
         error="",

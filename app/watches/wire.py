@@ -3,12 +3,12 @@ them from rows. Webhook secrets are masked here, on the way out, and nowhere els
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
 from app.kit.json_types import JsonObject
-from app.kit.v1_wire import Timestamp
+from app.kit.v1_wire import Timestamp, row_fields
 from app.kit.wire_enum import inline_enum
 from app.models import (
     ActionBackfill,
@@ -242,25 +242,14 @@ class BackfillListResponse(BaseModel):
 
 def action_wire(action: WatchAction) -> WatchActionWire:
     kind = ACTIONS[action.kind]
-    return WatchActionWire.model_construct(
-        id=action.id,
-        kind=action.kind,
-        rank=action.rank,
-        config=kind.shown(action.config),
-        summary=ActionSummary.model_construct(detail=kind.describe(action.config)),
-        created_at=action.created_at,
-    )
+    summary = ActionSummary.model_construct(detail=kind.describe(action.config))
+    values = row_fields(WatchActionWire, action, config=kind.shown(action.config), summary=summary)
+    return WatchActionWire.model_construct(**values)
 
 
 def watch_wire(watch: Watch, feed_ids: list[str]) -> WatchWire:
-    return WatchWire.model_construct(
-        id=watch.id,
-        name=watch.name,
-        is_active=watch.is_active,
-        feed_ids=feed_ids,
-        user_id=str(watch.user_id) if watch.user_id is not None else "",
-        created_at=watch.created_at,
-    )
+    user_id = str(watch.user_id) if watch.user_id is not None else ""
+    return WatchWire.model_construct(**row_fields(WatchWire, watch, feed_ids=feed_ids, user_id=user_id))
 
 
 def watch_with_actions_wire(watch: Watch, feed_ids: list[str], actions: list[WatchAction]) -> WatchView:
@@ -271,41 +260,12 @@ def watch_with_actions_wire(watch: Watch, feed_ids: list[str], actions: list[Wat
 
 def run_wire(run: WatchActionRun) -> WatchActionRunWire:
     return WatchActionRunWire.model_construct(
-        id=run.id,
-        watch_id=run.watch_id,
-        action_id=run.action_id,
-        feed_item_id=run.feed_item_id,
-        kind=run.kind,
-        state=run.state,
-        error=run.error,
-        # The JSON the action stored, in one of the result shapes: out as it was stored.
-        result=cast(Any, run.result or None),
-        attempts=run.attempts,
-        created_at=run.created_at,
-        scheduled_at=run.scheduled_at,
-        started_at=run.started_at,
-        completed_at=run.completed_at,
+        **row_fields(WatchActionRunWire, run, result=run.result or None)
     )
 
 
 def delivery_wire(delivery: WatchActionDelivery) -> WatchActionDeliveryWire:
-    return WatchActionDeliveryWire.model_construct(
-        id=delivery.id,
-        watch_id=delivery.watch_id,
-        action_id=delivery.action_id,
-        # Columns the drain writes only from these closed sets.
-        delivery=cast(DeliveryMode, delivery.delivery),
-        method=cast(DeliveryMethod, delivery.method),
-        state=delivery.state,
-        attempt=delivery.attempt,
-        item_count=delivery.item_count,
-        http_status=delivery.http_status,
-        target_host=delivery.target_host,
-        error=delivery.error,
-        created_at=delivery.created_at,
-        started_at=delivery.started_at,
-        completed_at=delivery.completed_at,
-    )
+    return WatchActionDeliveryWire.model_construct(**row_fields(WatchActionDeliveryWire, delivery))
 
 
 def delivery_with_payload_wire(delivery: WatchActionDelivery) -> WatchActionDeliveryView:
@@ -316,25 +276,5 @@ def delivery_with_payload_wire(delivery: WatchActionDelivery) -> WatchActionDeli
 
 def job_wire(job: ActionBackfill) -> BackfillJob:
     """A backfill's record."""
-    return BackfillJob.model_construct(
-        id=job.id,
-        state=job.state,
-        target_action_id=job.target_action_id,
-        source_action_id=job.source_action_id,
-        source_is_head=not job.source_action_id,
-        kind=job.kind,
-        replace=job.replace,
-        occurred_since=job.occurred_since,
-        occurred_until=job.occurred_until,
-        completed_since=job.completed_since,
-        completed_until=job.completed_until,
-        matched=job.matched,
-        present=job.present,
-        pruned=job.pruned,
-        deleted=job.deleted,
-        enqueued=job.enqueued,
-        error=job.error,
-        created_at=job.created_at,
-        started_at=job.started_at,
-        completed_at=job.completed_at,
-    )
+    source_is_head = not job.source_action_id
+    return BackfillJob.model_construct(**row_fields(BackfillJob, job, source_is_head=source_is_head))
