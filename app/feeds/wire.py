@@ -1,5 +1,5 @@
 """What /v1 answers about feeds: the wire schemas of feeds, sources, items and telemetry (openmagpie's
-names), and the dict builders that fill them from rows. What every /v1 answer shares is in kit/v1_wire."""
+names), and the builders that fill them from rows. What every /v1 answer shares is in kit/v1_wire."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What /v1 answers about watches: the wire schemas (openmagpie's names) and the dict builders that fill
+"""What /v1 answers about watches: the wire schemas (openmagpie's names) and the builders that fill
 them from rows. Webhook secrets are masked here, on the way out, and nowhere else."""
 
 from __future__ import annotations
