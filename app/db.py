@@ -179,7 +179,7 @@ def _end(session: Session, commit: bool) -> None:
 
 class AppDatabases(Protocol):
     """What the request's sessions read of the app's state (`AppState` holds them). This module sits
-    below `app.state`, which names the domains' classes, so it names only the three values it reads."""
+    below `app.app_state`, which names the domains' classes, so it names only the three values it reads."""
 
     read_session_factory: sessionmaker[Session]
     write_session_factory: sessionmaker[Session]

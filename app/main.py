@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from app.app_state import AppState
 from app.authroutes import account_pages, api_auth, device_page, oauth, v1_auth
 from app.config import Settings
 from app.console.pages import CONSOLE, error_page
@@ -51,7 +52,6 @@ from app.mail.router import mail_routers
 from app.mail.sending.dkim import DkimSigner
 from app.metrics import RequestMetrics, metrics_router
 from app.scheduler import Scheduler
-from app.state import AppState
 from app.watches.router import watch_routers
 
 log = logging.getLogger("tidings")

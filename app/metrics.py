@@ -31,10 +31,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Histogram,
 from prometheus_client.registry import CollectorRegistry
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.app_state import SettingsDep
 from app.config import Settings, parse_networks
 from app.db import SessionDep
 from app.queue_depths import QueueDepths
-from app.state import SettingsDep
 
 REQUESTS = Counter(
     "tidings_http_requests_total",

@@ -9,13 +9,15 @@ from typing import Any
 
 import pytest
 
-from tests.authroutes.live import require
-
 CHROMIUM = Path("/usr/bin/chromium")
 
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
+    # Imported here, not at the top: every test session loads this module (tests/conftest.py's
+    # pytest_plugins), and tests.authroutes.live imports the app's database and identity modules.
+    from tests.authroutes.live import require
+
     require(CHROMIUM.exists(), "the Debian package chromium is not installed")
     try:
         from playwright.sync_api import sync_playwright

@@ -4,26 +4,26 @@ TIDINGS_TEST_DATABASE_URL says so), one rolled-back transaction per test, and th
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from fastapi.testclient import TestClient
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.orm import Session, sessionmaker
-from time_machine import TimeMachineFixture
 
-from app.config import Settings
-from app.db import create_db_engine, is_sqlite_url
-from app.identity.accounts import create_user
-from app.identity.tokens import create_personal_token
-from app.mail.dns_records import DnsUnreachable
-from app.main import create_app
-from app.migrate import upgrade_to_head
 from tests.smtp_sink import smtp_sink  # noqa: F401 (a fixture every test folder may use)
+
+# The app is imported by the fixtures that need it, not here: a test of a service or of kit/ runs
+# without `import app.main` (about 2.5 s) and the test client; docs/architecture.md ("The inner loop").
+if TYPE_CHECKING:
+    from fastapi.testclient import TestClient
+    from time_machine import TimeMachineFixture
+
+    from app.config import Settings
 
 # Loopback servers as fixtures: the upstream (`upstream`) of the feed and outbound-HTTP tests, and the
 # fake OpenAI-compatible engine (`llm`) of the watch tests and the scale-out test; and a headless
@@ -67,6 +67,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.process)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Hypothesis' plugin imports hypothesis (about 1 s) in every run's summary, used or not. When no
+    # collected module imported it, the plugin has nothing to report: it goes.
+    if "hypothesis" not in sys.modules:
+        plugin = session.config.pluginmanager.get_plugin("hypothesispytest")
+        if plugin is not None:
+            session.config.pluginmanager.unregister(plugin)
+
+
 # Tests that reason about days, windows or expiry own the clock (time-machine), never the wall clock's
 # hour: they start at NOON, a weekday midday far from any day, month or year boundary, unless they move
 # the clock to the boundary they are about.
@@ -88,6 +97,9 @@ def _database_url(tmp_dir: Path) -> str:
 
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from app.db import create_db_engine, is_sqlite_url
+    from app.migrate import upgrade_to_head
+
     url = _database_url(tmp_path_factory.mktemp("db"))
     if not is_sqlite_url(url):
         # Start from an empty schema so the migrations themselves are what is tested.
@@ -102,6 +114,8 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="session")
 def engine(database_url: str) -> Iterator[Engine]:
+    from app.db import create_db_engine
+
     engine = create_db_engine(database_url)
     yield engine
     engine.dispose()
@@ -135,6 +149,8 @@ def db(session_factory: sessionmaker[Session]) -> Iterator[Session]:
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
+    from app.config import Settings
+
     return Settings(
         database_url=database_url,
         secret_key="test-secret-key-that-is-long-enough-for-tests",
@@ -147,11 +163,15 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
 async def no_dns(name: str) -> list[str]:
     """The tests' resolver: DNS never answers (no lookup leaves the machine); a test that wants
     answers puts a fake of its own in `app.state.txt_resolver`."""
+    from app.mail.dns_records import DnsUnreachable
+
     raise DnsUnreachable("the tests do not look DNS up")
 
 
 @pytest.fixture
 def app(settings: Settings, session_factory: sessionmaker[Session]) -> Any:
+    from app.main import create_app
+
     app = create_app(settings=settings, session_factory=session_factory)
     app.state.txt_resolver = no_dns
     return app
@@ -159,6 +179,8 @@ def app(settings: Settings, session_factory: sessionmaker[Session]) -> Any:
 
 @pytest.fixture
 def client(app: Any) -> Iterator[TestClient]:
+    from fastapi.testclient import TestClient
+
     with TestClient(app, raise_server_exceptions=False) as test_client:
         yield test_client
 
@@ -178,6 +200,9 @@ class ApiUser:
 @pytest.fixture
 def make_user(session_factory: sessionmaker[Session]) -> Any:
     """make_user(email=..., plan=..., contact_limit=..., timezone=..., warmup_days=...) -> ApiUser."""
+    from app.identity.accounts import create_user
+    from app.identity.tokens import create_personal_token
+
     counter = iter(range(1, 10_000))
 
     def make(email: str | None = None, **options: Any) -> ApiUser:

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ValidationError
 
 from app.authroutes import account_pages
 from app.authroutes import body as auth_body
-from app.authroutes import schemas as auth_schemas
-from app.authroutes.schemas import SignUpEmailBody, UpdateUserBody
+from app.authroutes import specs as auth_specs
+from app.authroutes.specs import SignUpEmailBody, UpdateUserBody
 from app.authroutes.v1_auth import Credentials, DevicePollInput, SignupInput, TokenInput
 from app.feeds import specs as feed_specs
 from app.identity import accounts, passwords
@@ -185,12 +185,12 @@ CODE: dict[str, list[Any]] = {
     "`password` at sign-up (characters)": [passwords.MAX_PASSWORD_LENGTH, cap(SignUpEmailBody, "password")],
     "/api/auth body (bytes)": [auth_body.MAX_BODY_BYTES],
     "/api/auth `name`, `email`, `displayUsername` (characters)": [
-        auth_schemas.TEXT_MAX_LENGTH,
+        auth_specs.TEXT_MAX_LENGTH,
         *(cap(SignUpEmailBody, name) for name in ("name", "email", "displayUsername")),
         *(cap(UpdateUserBody, name) for name in ("name", "displayUsername")),
     ],
     "/api/auth `image` (characters)": [
-        auth_schemas.IMAGE_MAX_LENGTH,
+        auth_specs.IMAGE_MAX_LENGTH,
         cap(SignUpEmailBody, "image"),
         cap(UpdateUserBody, "image"),
     ],

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 from starlette.background import BackgroundTask
 
+from app.app_state import SettingsDep, app_state
 from app.authroutes.body import read_form
 from app.authroutes.pages import local_path, page, redirect, sign_in_form, sign_in_url, with_cookies
 from app.db import SessionDep
@@ -27,7 +28,6 @@ from app.identity.token_lookup import forget_accounts
 from app.identity.tokens import create_personal_token, live_personal_tokens, revoke_personal_token
 from app.kit.errors import DomainError
 from app.models import PersonalToken, User
-from app.state import SettingsDep, app_state
 
 router = APIRouter(include_in_schema=False)
 TOKENS_PATH = "/account/tokens"

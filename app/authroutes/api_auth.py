@@ -9,21 +9,19 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
+from app.app_state import SettingsDep, app_state
 from app.authroutes.body import read_body, validated
-from app.authroutes.schemas import (
+from app.authroutes.specs import SignInUsernameBody, SignUpEmailBody, UpdateUserBody, UsernameBody
+from app.authroutes.wire import (
     AuthErrorOut,
     SessionWithUser,
     SignInOut,
-    SignInUsernameBody,
     SignOutOut,
-    SignUpEmailBody,
     SignUpOut,
     StatusOut,
-    UpdateUserBody,
     UsernameAvailability,
-    UsernameBody,
-    session_out,
-    user_out,
+    session_wire,
+    user_wire,
 )
 from app.db import SessionDep
 from app.identity.auth_errors import AuthCode, auth_error
@@ -36,7 +34,6 @@ from app.identity.sign_in import sign_in_with_password
 from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in, username_available
 from app.kit.client import client_address
 from app.kit.openapi import FORM, JSON, request_body
-from app.state import SettingsDep, app_state
 
 # What any POST of the family may answer besides its own codes.
 POST_ERRORS: dict[int | str, dict[str, Any]] = {
@@ -112,7 +109,7 @@ async def sign_up_email(
         )
     )
     set_session_cookie(response, signed_in.token, settings, remember=remember)
-    return SignUpOut(token=signed_in.token, user=user_out(signed_in.user))
+    return SignUpOut(token=signed_in.token, user=user_wire(signed_in.user))
 
 
 @router.post(
@@ -148,7 +145,7 @@ async def sign_in_username(
         redirect=callback_url is not None,
         token=signed_in.token,
         url=callback_url,
-        user=user_out(signed_in.user),
+        user=user_wire(signed_in.user),
     )
     # A Response of its own: better-auth's `url: undefined` is no key at all in its JSON.
     absent = {"url"} if callback_url is None else set()
@@ -212,7 +209,7 @@ def get_session(response: Response, signed_in: OptionalSessionUser) -> SessionWi
     response.headers["Pragma"] = "no-cache"
     if signed_in is None:
         return None
-    return SessionWithUser(session=session_out(signed_in), user=user_out(signed_in.user))
+    return SessionWithUser(session=session_wire(signed_in), user=user_wire(signed_in.user))
 
 
 @router.post(

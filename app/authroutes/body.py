@@ -101,13 +101,13 @@ def _issue(model: type[BaseModel], error: ErrorDetails) -> str:
     elif kind in ("string_type", "bool_type"):
         expected = _expected(model, error["loc"])
         problem = f"Invalid input: expected {expected}, received {js_type(error['input'])}"
-    else:  # the models' own checks (schemas.py) word their messages as zod does
+    else:  # the models' own checks (specs.py) word their messages as zod does
         problem = error["msg"]
     return f"[body.{error['loc'][0]}] {problem}"
 
 
 def validated(body: Any, model: type[BodyT]) -> BodyT:
-    """The body as `model` (app/authroutes/schemas.py), else 400 VALIDATION_ERROR naming each bad field
+    """The body as `model` (app/authroutes/specs.py), else 400 VALIDATION_ERROR naming each bad field
     in the model's order; keys the model does not name are ignored."""
     if not isinstance(body, dict):
         received = "undefined" if body is None else js_type(body)

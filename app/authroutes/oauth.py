@@ -11,6 +11,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from starlette.background import BackgroundTask
 
+from app.app_state import SettingsDep, app_state
 from app.authroutes.body import read_form
 from app.authroutes.pages import page, redirect, sign_in_form, this_path, with_cookies
 from app.db import SessionDep
@@ -28,7 +29,6 @@ from app.identity.oauth.server import OAuthReply
 from app.identity.origin_guard import check_cookie_origin
 from app.identity.token_lookup import forget_accounts
 from app.models import User
-from app.state import SettingsDep, app_state
 
 router = APIRouter(include_in_schema=False)
 

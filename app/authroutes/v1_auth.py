@@ -16,6 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.background import BackgroundTask
 
+from app.app_state import SettingsDep, app_state
 from app.authroutes.pages import DEVICE_PATH
 from app.db import SessionDep, side_transaction
 from app.identity.auth_errors import AuthCode
@@ -42,7 +43,6 @@ from app.kit.v1_input import JsonBody, invalid, read_json, read_v1_body, validat
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.models import PersonalToken, User
-from app.state import SettingsDep, app_state
 
 router = V1Router(prefix="/v1/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
 
@@ -183,13 +183,13 @@ class DeviceTokenOut(BaseModel):
     user: AuthUser
 
 
-def auth_user(user: User) -> AuthUser:
+def auth_user_wire(user: User) -> AuthUser:
     return AuthUser(
         id=str(user.id), email=user.email, account_id=str(user.account_id), created_at=user.created_at
     )
 
 
-def token_out(token: PersonalToken) -> TokenOut:
+def token_wire(token: PersonalToken) -> TokenOut:
     return TokenOut(
         id=token.id,
         name=token.name,
@@ -199,7 +199,7 @@ def token_out(token: PersonalToken) -> TokenOut:
     )
 
 
-def cli_token_out(token: PersonalToken) -> CliTokenOut:
+def cli_token_wire(token: PersonalToken) -> CliTokenOut:
     return CliTokenOut(
         id=str(token.id),
         name=token.name,
@@ -280,7 +280,7 @@ async def signup(
     except DomainError as exc:
         raise v1_error(exc) from exc
     set_session_cookie(response, signed_in.token, settings, remember=True)
-    return UserOut(user=auth_user(signed_in.user))
+    return UserOut(user=auth_user_wire(signed_in.user))
 
 
 @router.post(
@@ -313,7 +313,7 @@ async def login(
         raise v1_error(exc) from exc
     set_session_cookie(response, signed_in.token, settings, remember=True)
     response.headers["Cache-Control"] = "no-store"
-    return UserOut(user=auth_user(signed_in.user))
+    return UserOut(user=auth_user_wire(signed_in.user))
 
 
 @router.post(
@@ -353,7 +353,7 @@ def me(user: V1User) -> AuthUser:
     responses=errors(NO_CREDENTIALS),
 )
 def list_tokens(user: V1User, db: SessionDep) -> TokenListOut:
-    return TokenListOut(items=[token_out(token) for token in live_personal_tokens(db, user.user.id)])
+    return TokenListOut(items=[token_wire(token) for token in live_personal_tokens(db, user.user.id)])
 
 
 @router.post(
@@ -368,7 +368,7 @@ def list_tokens(user: V1User, db: SessionDep) -> TokenListOut:
 def create_token(user: V1User, body: JsonBody, db: SessionDep) -> NewTokenOut:
     data = validate(TokenInput, body)
     row, token = create_token_for(db, user.user.id, data.name)
-    return NewTokenOut(**token_out(row).model_dump(), token=token)
+    return NewTokenOut(**token_wire(row).model_dump(), token=token)
 
 
 TokenId = Annotated[int, Path(ge=1, le=2**62)]
@@ -403,7 +403,7 @@ def revoke_token(request: Request, token_id: TokenId, user: V1User, db: SessionD
     responses=errors(NO_CREDENTIALS),
 )
 def list_cli_tokens(user: V1User, db: SessionDep) -> list[CliTokenOut]:
-    return [cli_token_out(token) for token in live_personal_tokens(db, user.user.id)]
+    return [cli_token_wire(token) for token in live_personal_tokens(db, user.user.id)]
 
 
 @router.post(
@@ -421,7 +421,7 @@ def create_cli_token(user: V1User, body: JsonBody, db: SessionDep) -> NewCliToke
     if data.expires_in_days is not None:
         raise invalid({"expires_in_days": ["Tokens do not expire here: revoke one when it is done with."]})
     row, token = create_token_for(db, user.user.id, data.name)
-    return NewCliTokenOut(**cli_token_out(row).model_dump(), token=token)
+    return NewCliTokenOut(**cli_token_wire(row).model_dump(), token=token)
 
 
 @router.delete(
@@ -459,12 +459,12 @@ def start_device(db: SessionDep, settings: SettingsDep) -> DeviceSessionOut:
     )
 
 
-def token_pair_out(pair: TokenPair) -> TokenPairOut:
+def token_pair_wire(pair: TokenPair) -> TokenPairOut:
     return TokenPairOut(
         access_token=pair.access_token,
         refresh_token=pair.refresh_token,
         expires_in=pair.expires_in,
-        user=auth_user(pair.user),
+        user=auth_user_wire(pair.user),
     )
 
 
@@ -487,7 +487,7 @@ def poll_device_by_id(
     polled = poll_session_by_id(db, session_id, device_secret, now)
     if polled.user is None:
         return DeviceSessionPollOut(status=polled.status)
-    pair = token_pair_out(issue_pair(db, polled.user, now))
+    pair = token_pair_wire(issue_pair(db, polled.user, now))
     return DeviceSessionPollOut(status=polled.status, **pair.model_dump())
 
 
@@ -504,7 +504,7 @@ def refresh_tokens(request: Request, body: JsonBody, later: BackgroundTasks) -> 
     # A refresh token used again ends the user's command-line logins, and that stands despite the 401.
     with side_transaction(request, commit_despite=(DomainError,)) as db:
         pair = refresh_pair(db, data.refresh_token, utcnow())
-        answer, account_id = token_pair_out(pair), pair.user.account_id
+        answer, account_id = token_pair_wire(pair), pair.user.account_id
     forget_at_once(request, account_id, later)
     return answer
 
@@ -551,7 +551,7 @@ def poll_device(request: Request, body: JsonBody) -> DeviceTokenOut:
     # The poll is recorded (its time, a raised interval) even when the answer is an error.
     with side_transaction(request, commit_despite=(DomainError,)) as db:
         token, user = poll_device_session(db, data.device_code)
-    return DeviceTokenOut(access_token=token, user=auth_user(user))
+    return DeviceTokenOut(access_token=token, user=auth_user_wire(user))
 
 
 @router.post(

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.app_state import SettingsDep, app_state
 from app.console import charts
 from app.console.email_body import BODY_FORMATS, BodyFormat, email_html
 from app.console.pages import CONSOLE, ConsoleUser, Form, PostedForm, messages_of
@@ -35,7 +36,6 @@ from app.mail.specs import CampaignCreate, CampaignUpdate
 from app.mail.stats import campaign_stats
 from app.mail.wire import CampaignOut, CampaignPreviewOut, CampaignReportOut, ReportDay, ReportHour
 from app.models import Campaign, CampaignState
-from app.state import SettingsDep, app_state
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
 CAMPAIGNS = CONSOLE + "/campaigns"

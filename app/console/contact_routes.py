@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
+from app.app_state import app_state
 from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError, NotFound
@@ -23,7 +24,6 @@ from app.mail import contact_listing, contact_service, list_service
 from app.mail.input import RawInput, RowId, normalize, validate
 from app.mail.specs import ContactFilter, ContactUpdate
 from app.models import Contact
-from app.state import app_state
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
 CONTACTS = CONSOLE + "/contacts"

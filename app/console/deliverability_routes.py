@@ -6,13 +6,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
+from app.app_state import SettingsDep, app_state
 from app.console.pages import CONSOLE, ConsoleUser
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
 from app.kit.time import utcnow
 from app.mail.dns_records import DnsRecord, DnsUnreachable, check_records, records_for, sending_domains
 from app.mail.stats import DeliverabilityReport, deliverability_report
-from app.state import SettingsDep, app_state
 
 # The receivers' complaint thresholds for bulk senders (Gmail, Yahoo): stay under 0.1%, never reach 0.3%.
 COMPLAINT_WARNING = 0.001

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Response
 
+from app.app_state import SettingsDep
 from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
 from app.identity.dependencies import require_paid_plan
 from app.identity.origin_guard import check_cookie_origin
@@ -14,7 +15,6 @@ from app.kit.errors import DomainError
 from app.mail.campaigns import campaign_service
 from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.list_service import account_lists
-from app.state import SettingsDep
 from app.watches import watch_service
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Response
 
+from app.app_state import SettingsDep
 from app.console.pages import CONSOLE, ConsoleUser, PostedForm, item_view, messages_of
 from app.feeds import feed_service
 from app.feeds.item_service import item_page
@@ -17,7 +18,6 @@ from app.kit.errors import DomainError
 from app.kit.json_types import JsonObject
 from app.kit.time import utcnow
 from app.kit.v1_input import Cursor, validate
-from app.state import SettingsDep
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
 FEEDS = CONSOLE + "/feeds"
@@ -84,7 +84,7 @@ def create_feed_submit(me: ConsoleUser, form: PostedForm, settings: SettingsDep)
         return _new_feed_page(me, form, errors=messages_of(refused), status=400)
     if dry_run:
         return _new_feed_page(me, form, preview=created)
-    return me.redirect(f"{FEEDS}/{created['id']}")
+    return me.redirect(f"{FEEDS}/{created.id}")
 
 
 @router.get(FEEDS + "/{feed_id}")
@@ -102,8 +102,8 @@ def _feed_page(
         section="feeds",
         status=400 if errors else 200,
         feed=feed,
-        items=[item_view(item) for item in items["items"]],
-        next_cursor=items["next_cursor"],
+        items=[item_view(item) for item in items.items],
+        next_cursor=items.next_cursor,
         kinds=SOURCE_KINDS,
         errors=errors or [],
     )
@@ -114,10 +114,10 @@ def edit_feed_submit(feed_id: str, me: ConsoleUser, form: PostedForm, settings: 
     feed = feed_service.read_feed(me.db, me.account_id, feed_id)
     body = {
         "name": form.text("name"),
-        "kind": feed["kind"],
-        "is_active": feed["is_active"],
+        "kind": feed.kind,
+        "is_active": feed.is_active,
         "poll_interval_seconds": form.text("poll_interval_seconds"),
-        "data": {**feed["data"], "retention_days": form.text("retention_days")},
+        "data": {**feed.data.model_dump(), "retention_days": form.text("retention_days")},
     }
     try:
         feed_service.edit_feed(
@@ -179,11 +179,12 @@ def _replace_sources(
 
 @router.post(FEEDS + "/{feed_id}/sources")
 def add_source_submit(feed_id: str, me: ConsoleUser, form: PostedForm, settings: SettingsDep) -> Response:
-    existing = feed_service.list_sources(me.db, me.account_id, feed_id)["sources"]
+    existing = [s.model_dump() for s in feed_service.list_sources(me.db, me.account_id, feed_id).sources]
     return _replace_sources(me, feed_id, [*existing, source_body(form)], settings)
 
 
 @router.post(FEEDS + "/{feed_id}/sources/{source_id}/remove")
 def remove_source_submit(feed_id: str, source_id: str, me: ConsoleUser, settings: SettingsDep) -> Response:
-    existing = feed_service.list_sources(me.db, me.account_id, feed_id)["sources"]
-    return _replace_sources(me, feed_id, [s for s in existing if s["id"] != source_id], settings)
+    existing = feed_service.list_sources(me.db, me.account_id, feed_id).sources
+    kept = [s.model_dump() for s in existing if s.id != source_id]
+    return _replace_sources(me, feed_id, kept, settings)

@@ -10,12 +10,12 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Response
 
+from app.app_state import SettingsDep
 from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
 from app.mail import form_service, list_service
 from app.mail.hosted_forms.hosted_form_service import HONEYPOT
-from app.state import SettingsDep
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])
 FORMS = CONSOLE + "/forms"

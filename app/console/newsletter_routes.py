@@ -9,16 +9,16 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from app.app_state import app_state
 from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
 from app.feeds import feed_service
-from app.feeds.item_service import item_page
+from app.feeds.item_service import item_data, item_page
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
 from app.kit.json_types import JsonObject
 from app.kit.time import utcnow
 from app.kit.v1_input import Cursor, validate
 from app.mail.list_service import account_lists
-from app.state import app_state
 from app.watches import newsletter_template, watch_service
 from app.watches.dependencies import engines_of, rules_of
 from app.watches.specs import WatchInput
@@ -82,8 +82,8 @@ def _preview(me: ConsoleUser, values: dict[str, Any]) -> tuple[newsletter_templa
     if not values["feed_id"]:
         return None, 0
     items = [
-        item["data"]
-        for item in item_page(me.db, me.account_id, values["feed_id"], Cursor(PREVIEW_ITEMS, None))["items"]
+        item_data(item)
+        for item in item_page(me.db, me.account_id, values["feed_id"], Cursor(PREVIEW_ITEMS, None)).items
     ]
     if values["cadence"] == "instant":
         items = items[:1]
@@ -139,4 +139,4 @@ def newsletter_submit(request: Request, me: ConsoleUser, form: PostedForm) -> Re
         )
     except DomainError as refused:
         return _page(request, me, values, errors=messages_of(refused), status=400)
-    return me.redirect(f"{CONSOLE}/watches/{created['id']}")
+    return me.redirect(f"{CONSOLE}/watches/{created.id}")

@@ -16,11 +16,14 @@ from sqlalchemy.orm import Session
 
 from app.authroutes.pages import redirect, sign_in_url, this_path, user_label, with_cookies
 from app.db import SessionDep
+from app.feeds.item_service import item_data
+from app.feeds.wire import FeedItemWire
 from app.identity.dependencies import OptionalSessionUser
 from app.identity.principal import Principal, principal_of
 from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import DomainError
 from app.kit.templates import html_page
+from app.kit.time import iso
 from app.models import Account, User
 
 CONSOLE = "/console"
@@ -196,18 +199,18 @@ def messages_of(error: DomainError) -> list[str]:
     return [error.message]
 
 
-def item_view(item: dict[str, Any]) -> dict[str, str]:
+def item_view(item: FeedItemWire) -> dict[str, str]:
     """A feed item as a console row: its title, and its link only when it is an http(s) URL (an item's
     data is what an outside feed wrote)."""
-    data = item.get("data") or {}
+    data = item_data(item) or {}
     url = data.get("url") if isinstance(data, dict) else None
     title = data.get("title") if isinstance(data, dict) else None
     link = url if isinstance(url, str) and url.lower().startswith(("http://", "https://")) else ""
     return {
-        "title": title if isinstance(title, str) and title else link or str(item.get("external_id", "")),
+        "title": title if isinstance(title, str) and title else link or item.external_id,
         "link": link,
-        "source": str(item.get("source_label") or item.get("source_kind") or ""),
-        "when": str(item.get("occurred_at") or "unknown"),
+        "source": item.source_label or item.source_kind,
+        "when": iso(item.occurred_at) or "unknown",
     }
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from app.app_state import SettingsDep
 from app.console.pages import CONSOLE, ConsoleUser
 from app.identity.accounts import sending_allowance
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.time import utcnow
-from app.state import SettingsDep
 from app.watches.dependencies import request_engines
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])

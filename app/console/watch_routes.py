@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from app.app_state import app_state
 from app.console import action_forms
 from app.console.charts import Bar, bar_chart
 from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
@@ -17,7 +18,6 @@ from app.kit.errors import DomainError
 from app.kit.time import utcnow
 from app.kit.v1_input import Cursor, validate
 from app.models.states import ActionKind
-from app.state import app_state
 from app.watches import activity_service, chain_service, watch_service
 from app.watches.actions import ACTIONS
 from app.watches.dependencies import engines_of, rules_of
@@ -41,27 +41,27 @@ def _watch_page(
     """The watch's page; `refused` is the form the API's rules refused (its key, what was posted, the
     refusal), drawn again with what was typed and each message beside its field."""
     watch = watch_service.read_watch(me.db, me.account_id, watch_id)
-    actions = watch["actions"]
-    chosen = next((a for a in actions if a["id"] == action_id), actions[0] if actions else None)
+    actions = watch.actions
+    chosen = next((a for a in actions if a.id == action_id), actions[0] if actions else None)
     runs, chart, summary = None, None, None
     window = window if window in activity_service.WINDOWS else activity_service.DEFAULT_WINDOW
     if chosen is not None:
         runs = activity_service.run_page(
             me.db,
             me.account_id,
-            chosen["id"],
+            chosen.id,
             Cursor(RUNS_PER_PAGE, None),
             state=None,
             window=window,
             now=utcnow(),
         )
-        summary = runs["summary"]
-        bars = [Bar(state, count) for state, count in summary["evaluated"].items()]
+        summary = runs.summary
+        bars = [Bar(state, count) for state, count in summary.evaluated.items()] if summary else []
         chart = bar_chart(bars, title=f"Runs completed in the last {window}, by result")
     deliveries = None
-    if chosen is not None and chosen["kind"] == ActionKind.WEBHOOK:
+    if chosen is not None and chosen.kind == ActionKind.WEBHOOK:
         cursor = Cursor(RUNS_PER_PAGE, None)
-        deliveries = activity_service.delivery_page(me.db, me.account_id, chosen["id"], cursor, state=None)
+        deliveries = activity_service.delivery_page(me.db, me.account_id, chosen.id, cursor, state=None)
     failed_key, posted, error = refused or ("", {}, None)
     by_field, _rest = action_forms.errors_by_field(error.errors or {}) if error else ({}, [])
 
@@ -85,7 +85,7 @@ def _watch_page(
         status=400 if error else 200,
         watch=watch,
         actions=actions,
-        forms={a["id"]: fields(a["id"], a["kind"], a["config"]) for a in actions},
+        forms={a.id: fields(a.id, a.kind, a.config) for a in actions},
         new_kinds=new_kinds,
         failed_key=failed_key,
         chosen=chosen,
@@ -102,9 +102,7 @@ def _watch_page(
 @router.get(WATCHES)
 def watches_page(me: ConsoleUser, after: str | None = None) -> Response:
     page = watch_service.list_watches(me.db, me.account_id, Cursor(WATCHES_PER_PAGE, after))
-    return me.page(
-        "watches/list.html", section="watches", watches=page["items"], next_cursor=page["next_cursor"]
-    )
+    return me.page("watches/list.html", section="watches", watches=page.items, next_cursor=page.next_cursor)
 
 
 @router.get(WATCHES + "/{watch_id}")
@@ -156,12 +154,12 @@ def edit_action_submit(
 ) -> Response:
     action = chain_service.read_action(me.db, me.account_id, action_id)
     try:
-        config = action_forms.config_of_form(action["kind"], form)
-        _edit(me, request, watch_id, action_id, {"kind": action["kind"], "config": config})
+        config = action_forms.config_of_form(action.kind, form)
+        _edit(me, request, watch_id, action_id, {"kind": action.kind, "config": config})
     except DomainError as refused:
         if refused.status == 404:
             raise
-        posted = action_forms.values_of_form(action["kind"], form)
+        posted = action_forms.values_of_form(action.kind, form)
         return _watch_page(request, me, watch_id, action_id=action_id, refused=(action_id, posted, refused))
     return me.redirect(f"{WATCHES}/{watch_id}?action={action_id}")
 
@@ -170,14 +168,14 @@ def edit_action_submit(
 def move_action_submit(
     watch_id: str, action_id: str, request: Request, me: ConsoleUser, form: PostedForm
 ) -> Response:
-    actions = watch_service.read_watch(me.db, me.account_id, watch_id)["actions"]
-    position = next((i for i, a in enumerate(actions) if a["id"] == action_id), None)
+    actions = watch_service.read_watch(me.db, me.account_id, watch_id).actions
+    position = next((i for i, a in enumerate(actions) if a.id == action_id), None)
     if position is None:
         raise DomainError(404, f"No action {action_id} in this watch.")
     to = position - 1 if form.text("direction") == "up" else position + 1
     action = actions[position]
     # The config as the API shows it (a webhook's secrets masked): the chain service restores them.
-    _edit(me, request, watch_id, action_id, {"kind": action["kind"], "config": action["config"], "rank": to})
+    _edit(me, request, watch_id, action_id, {"kind": action.kind, "config": action.config, "rank": to})
     return me.redirect(f"{WATCHES}/{watch_id}")
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import Response
 
+from app.app_state import SettingsDep
 from app.db import SessionDep
 from app.feeds import feed_service
 from app.feeds.specs import FeedEdit, FeedInput, FeedPatch, SourceInput, SourceSetPayload, source_inputs
@@ -23,7 +24,6 @@ from app.kit.time import utcnow
 from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
-from app.state import SettingsDep
 
 router = V1Router(tags=["Feeds"])
 
@@ -37,8 +37,8 @@ DRY_RUN_NOTE = " With `?dry_run=true` (1, true, yes, on) everything is validated
 
 
 @router.get("/v1/feeds", response_model=FeedListResponse, summary="List feeds, newest first")
-def list_feeds(session: SessionDep, principal: V1User, cursor: PageCursor) -> dict[str, Any]:
-    return feed_service.list_feeds(session, principal.account.id, cursor).as_dict()
+def list_feeds(session: SessionDep, principal: V1User, cursor: PageCursor) -> FeedListResponse:
+    return feed_service.list_feeds(session, principal.account.id, cursor)
 
 
 @router.post(
@@ -57,7 +57,7 @@ def create_feed(
     principal: V1User,
     body: JsonBody,
     dry_run: DryRun,
-) -> dict[str, Any]:
+) -> FeedMutationResponse:
     feed_input = validate(FeedInput, body)
     if dry_run:
         response.status_code = 200
@@ -74,7 +74,7 @@ def create_feed(
 @router.get(
     "/v1/feeds/{feed_id}", response_model=FeedView, summary="A feed with its sources", responses=MISSING
 )
-def get_feed(feed_id: str, session: SessionDep, principal: V1User) -> dict[str, Any]:
+def get_feed(feed_id: str, session: SessionDep, principal: V1User) -> FeedView:
     return feed_service.read_feed(session, principal.account.id, feed_id)
 
 
@@ -95,7 +95,7 @@ def edit_feed(
     principal: V1User,
     body: JsonBody,
     dry_run: DryRun,
-) -> dict[str, Any]:
+) -> FeedMutationResponse:
     feed_input = validate(FeedEdit, body)
     return feed_service.edit_feed(
         session,
@@ -124,7 +124,7 @@ def patch_feed(
     principal: V1User,
     body: JsonBody,
     dry_run: DryRun,
-) -> dict[str, Any]:
+) -> FeedMutationResponse:
     patch = validate(FeedPatch, body)
     return feed_service.set_active(
         session,
@@ -148,7 +148,7 @@ def patch_feed(
 def delete_feed(feed_id: str, session: SessionDep, principal: V1User, dry_run: DryRun) -> Any:
     preview = feed_service.delete_feed(session, principal, feed_id, dry_run=dry_run)
     if preview is not None:
-        return json_response(FeedMutationResponse.model_validate(preview).model_dump(mode="json"))
+        return json_response(preview.model_dump(mode="json"))
     return Response(status_code=204)
 
 
@@ -158,7 +158,7 @@ def delete_feed(feed_id: str, session: SessionDep, principal: V1User, dry_run: D
     summary="A feed's sources, in the format PUT and POST take back",
     responses=MISSING,
 )
-def get_sources(feed_id: str, session: SessionDep, principal: V1User) -> dict[str, Any]:
+def get_sources(feed_id: str, session: SessionDep, principal: V1User) -> SourceSetOut:
     return feed_service.list_sources(session, principal.account.id, feed_id)
 
 
@@ -169,9 +169,9 @@ def _set_sources(
     principal: V1User,
     body: JsonBody,
     dry_run: DryRun,
-) -> dict[str, int]:
+) -> SourceSetResult:
     payload = validate(SourceSetPayload, source_inputs(body))
-    counts = feed_service.set_feed_sources(
+    return feed_service.set_feed_sources(
         session,
         principal,
         feed_id,
@@ -180,7 +180,6 @@ def _set_sources(
         allow_private=settings.outbound_allow_private,
         now=utcnow(),
     )
-    return counts.as_dict()
 
 
 SET_SOURCES_DOC = (

@@ -3,7 +3,6 @@ that validates everything and stores nothing."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -11,8 +10,6 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from app.feeds.source_service import (
-    SeekCounts,
-    SourceSetCounts,
     check_sources,
     feed_sources,
     find_source,
@@ -24,7 +21,20 @@ from app.feeds.source_service import (
     unique_inputs,
 )
 from app.feeds.specs import FeedFields, FeedInput, SourceInput
-from app.feeds.wire import feed_view, feed_wire, source_wire
+from app.feeds.wire import (
+    FeedListResponse,
+    FeedMutationResponse,
+    FeedOverview,
+    FeedOverviewPage,
+    FeedView,
+    SourceSeekResult,
+    SourceSetOut,
+    SourceSetResult,
+    SourceWire,
+    feed_wire,
+    feed_with_sources_wire,
+    source_wire,
+)
 from app.identity.principal import Principal
 from app.kit.errors import Conflict, NotFound
 from app.kit.ids import new_ulid, normalize_ulid
@@ -32,30 +42,21 @@ from app.kit.v1_input import Cursor
 from app.models import Feed, FeedItem, Source
 
 
-@dataclass(frozen=True, slots=True)
-class Page:
-    items: list[dict[str, Any]]
-    next_cursor: str | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"items": self.items, "next_cursor": self.next_cursor}
-
-
-def list_feeds(session: Session, account_id: int, cursor: Cursor) -> Page:
+def list_feeds(session: Session, account_id: int, cursor: Cursor) -> FeedListResponse:
     """The account's feeds, newest first, `cursor.limit` at a time."""
     query = select(Feed).where(Feed.account_id == account_id)
     if cursor.after is not None:
         query = query.where(Feed.id < cursor.after)
     rows = list(session.scalars(query.order_by(Feed.id.desc()).limit(cursor.limit)))
     next_cursor = rows[-1].id if len(rows) == cursor.limit else None
-    return Page([feed_wire(feed) for feed in rows], next_cursor)
+    return FeedListResponse(items=[feed_wire(feed) for feed in rows], next_cursor=next_cursor)
 
 
-def feeds_overview(session: Session, account_id: int, cursor: Cursor) -> Page:
+def feeds_overview(session: Session, account_id: int, cursor: Cursor) -> FeedOverviewPage:
     """A page of the account's feeds (as `list_feeds`), each with its sources and how many items it
     holds: the console's feed list, in three queries whatever the page's size."""
     page = list_feeds(session, account_id, cursor)
-    ids = [feed["id"] for feed in page.items]
+    ids = [feed.id for feed in page.items]
     sources = sources_of_feeds(session, ids)
     counts = dict.fromkeys(ids, 0)
     if ids:
@@ -64,10 +65,12 @@ def feeds_overview(session: Session, account_id: int, cursor: Cursor) -> Page:
         )
         counts.update({feed_id: int(count) for feed_id, count in session.execute(query).all()})
     items = [
-        {**feed, "sources": [source_wire(s) for s in sources[feed["id"]]], "item_count": counts[feed["id"]]}
+        FeedOverview(
+            **dict(feed), sources=[source_wire(s) for s in sources[feed.id]], item_count=counts[feed.id]
+        )
         for feed in page.items
     ]
-    return Page(items, page.next_cursor)
+    return FeedOverviewPage(items=items, next_cursor=page.next_cursor)
 
 
 def find_feed(session: Session, account_id: int, feed_id: str, *, lock: bool = False) -> Feed:
@@ -84,9 +87,9 @@ def find_feed(session: Session, account_id: int, feed_id: str, *, lock: bool = F
     return feed
 
 
-def read_feed(session: Session, account_id: int, feed_id: str) -> dict[str, Any]:
+def read_feed(session: Session, account_id: int, feed_id: str) -> FeedView:
     feed = find_feed(session, account_id, feed_id)
-    return feed_view(feed, feed_sources(session, feed.id))
+    return feed_with_sources_wire(feed, feed_sources(session, feed.id))
 
 
 def _settings_of(body: FeedFields) -> dict[str, Any]:
@@ -108,29 +111,23 @@ def create_feed(
     dry_run: bool,
     allow_private: bool,
     now: datetime,
-) -> dict[str, Any]:
+) -> FeedMutationResponse:
     inputs = body.sources or []
     check_sources(inputs, allow_private=allow_private)
     if dry_run:
         previews = [preview_wire(item, now) for item in unique_inputs(inputs).values()]
-        return {
-            "id": None,
-            "name": body.name,
-            "kind": body.kind,
-            "is_active": body.is_active,
-            "poll_interval_seconds": body.poll_interval_seconds,
-            "user_id": str(principal.user.id),
-            "data": body.data.model_dump(),
-            "created_at": None,
-            "last_polled_at": None,
-            "next_poll_at": None,
-            "last_error": None,
-            "consecutive_failures": 0,
-            "source_count": len(previews),
-            "sources": previews,
-            "summary": {},
-            "dry_run": True,
-        }
+        return FeedMutationResponse(
+            id=None,
+            name=body.name,
+            kind=body.kind,
+            is_active=body.is_active,
+            poll_interval_seconds=body.poll_interval_seconds,
+            user_id=str(principal.user.id),
+            data=body.data,
+            source_count=len(previews),
+            sources=previews,
+            dry_run=True,
+        )
     feed = Feed(
         id=new_ulid(),
         account_id=principal.account.id,
@@ -146,7 +143,17 @@ def create_feed(
     session.flush()
     if inputs:
         replace_sources(session, feed, inputs, dry_run=False, now=now)
-    return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": False}
+    return _mutation(feed_with_sources_wire(feed, feed_sources(session, feed.id)), dry_run=False)
+
+
+def _mutation(view: FeedView, *, dry_run: bool) -> FeedMutationResponse:
+    return FeedMutationResponse(**dict(view), dry_run=dry_run)
+
+
+def _preview(feed: Feed, sources: list[SourceWire], changes: dict[str, Any]) -> FeedMutationResponse:
+    """A dry run's answer: the feed as it stands with `changes` made, and the sources it would have."""
+    wire = feed_wire(feed).model_copy(update=changes)
+    return FeedMutationResponse(**dict(wire), source_count=len(sources), sources=sources, dry_run=True)
 
 
 def _next_poll(feed: Feed, now: datetime, min_poll_seconds: int) -> datetime | None:
@@ -173,7 +180,7 @@ def edit_feed(
     allow_private: bool,
     now: datetime,
     min_poll_seconds: int,
-) -> dict[str, Any]:
+) -> FeedMutationResponse:
     feed = find_feed(session, principal.account.id, feed_id, lock=not dry_run)
     if body.kind != feed.kind:
         raise Conflict(f"A feed's kind cannot change (it is {feed.kind!r}).", code="kind_immutable")
@@ -185,19 +192,18 @@ def edit_feed(
     existing = feed_sources(session, feed.id)
     settings = _settings_of(body)
     if dry_run:
-        wire = feed_wire(feed)
-        wire.update(
-            name=body.name,
-            is_active=body.is_active,
-            poll_interval_seconds=body.poll_interval_seconds,
-            data=body.data.model_dump(),
-        )
         sources = (
             [source_wire(source) for source in existing]
             if replacement is None
             else preview_set(existing, replacement, now)
         )
-        return {**wire, "source_count": len(sources), "sources": sources, "summary": {}, "dry_run": True}
+        edited = {
+            "name": body.name,
+            "is_active": body.is_active,
+            "poll_interval_seconds": body.poll_interval_seconds,
+            "data": body.data,
+        }
+        return _preview(feed, sources, edited)
     for name, value in settings.items():
         setattr(feed, name, value)
     counts = (
@@ -210,7 +216,7 @@ def edit_feed(
     )
     feed.updated_at = now
     session.flush()
-    return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": False}
+    return _mutation(feed_with_sources_wire(feed, feed_sources(session, feed.id)), dry_run=False)
 
 
 def set_active(
@@ -222,32 +228,26 @@ def set_active(
     dry_run: bool,
     now: datetime,
     min_poll_seconds: int,
-) -> dict[str, Any]:
+) -> FeedMutationResponse:
     feed = find_feed(session, principal.account.id, feed_id, lock=not dry_run)
     sources = feed_sources(session, feed.id)
     if dry_run:
-        wire = feed_wire(feed)
-        wire["is_active"] = is_active
-        return {**wire, **_view_tail(sources), "dry_run": True}
+        return _preview(feed, [source_wire(s) for s in sources], {"is_active": is_active})
     if feed.is_active != is_active:
         feed.is_active = is_active
         feed.next_poll_at = _next_poll(feed, now, min_poll_seconds)
         feed.updated_at = now
         session.flush()
-    return {**feed_view(feed, sources), "dry_run": False}
-
-
-def _view_tail(sources: list[Any]) -> dict[str, Any]:
-    return {"source_count": len(sources), "sources": [source_wire(s) for s in sources], "summary": {}}
+    return _mutation(feed_with_sources_wire(feed, sources), dry_run=False)
 
 
 def delete_feed(
     session: Session, principal: Principal, feed_id: str, *, dry_run: bool
-) -> dict[str, Any] | None:
+) -> FeedMutationResponse | None:
     """Deletes the feed with its sources and items; a dry run returns what would be deleted."""
     feed = find_feed(session, principal.account.id, feed_id)
     if dry_run:
-        return {**feed_view(feed, feed_sources(session, feed.id)), "dry_run": True}
+        return _mutation(feed_with_sources_wire(feed, feed_sources(session, feed.id)), dry_run=True)
     session.execute(delete(Feed).where(Feed.id == feed.id))
     return None
 
@@ -261,7 +261,7 @@ def set_feed_sources(
     dry_run: bool,
     allow_private: bool,
     now: datetime,
-) -> SourceSetCounts:
+) -> SourceSetResult:
     # The row lock serialises two replacements of one feed's set: each diffs against the other's result.
     feed = find_feed(session, principal.account.id, feed_id, lock=not dry_run)
     check_sources(inputs, allow_private=allow_private)
@@ -273,20 +273,20 @@ def set_feed_sources(
     return counts
 
 
-def list_sources(session: Session, account_id: int, feed_id: str) -> dict[str, Any]:
+def list_sources(session: Session, account_id: int, feed_id: str) -> SourceSetOut:
     feed = find_feed(session, account_id, feed_id)
     sources = [source_wire(s) for s in feed_sources(session, feed.id)]
     # `items` is the same list under the name openmagpie's server and CLI use for it.
-    return {"version": "v1", "sources": sources, "items": sources}
+    return SourceSetOut(sources=sources, items=sources)
 
 
-def read_source(session: Session, account_id: int, source_id: str) -> dict[str, Any]:
+def read_source(session: Session, account_id: int, source_id: str) -> SourceWire:
     return source_wire(find_source(session, account_id, source_id))
 
 
 def seek_feed_sources(
     session: Session, account_id: int, feed_id: str, raw_to: str, *, dry_run: bool, now: datetime
-) -> SeekCounts:
+) -> SourceSeekResult:
     """Every source of the feed to `raw_to` (source_service.seek)."""
     feed = find_feed(session, account_id, feed_id, lock=not dry_run)
     return seek(session, feed, feed_sources(session, feed.id), raw_to, dry_run=dry_run, now=now)
@@ -294,7 +294,7 @@ def seek_feed_sources(
 
 def seek_one_source(
     session: Session, account_id: int, source_id: str, raw_to: str, *, dry_run: bool, now: datetime
-) -> SeekCounts:
+) -> SourceSeekResult:
     source = find_source(session, account_id, source_id)
     # The feed's row lock, as for a set: a seek and a replacement of the same sources take turns.
     feed = find_feed(session, account_id, source.feed_id, lock=not dry_run)

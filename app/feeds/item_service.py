@@ -1,16 +1,17 @@
-"""A feed's items, read as plain rows a page at a time."""
+"""A feed's items, read as plain rows a page at a time, answered as wire models built without validation."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.feeds.feed_service import find_feed
+from app.feeds.wire import FeedItemListResponse, FeedItemWire
 from app.kit.errors import NotFound
 from app.kit.ids import normalize_ulid
-from app.kit.time import iso
+from app.kit.json_types import JsonObject
 from app.kit.v1_input import Cursor
 from app.models import FeedItem
 
@@ -24,19 +25,26 @@ ITEM_COLUMNS = (
 )
 
 
-def _item_dict(row: Any) -> dict[str, Any]:
+def _item_wire(row: Any) -> FeedItemWire:
+    # Built without validation: `data` is what the outside feed wrote, kept and written as it is.
     item_id, kind, external_id, occurred_at, label, data = row
-    return {
-        "id": item_id,
-        "source_kind": kind,
-        "external_id": external_id,
-        "occurred_at": iso(occurred_at),
-        "source_label": label,
-        "data": data,
-    }
+    return FeedItemWire.model_construct(
+        id=item_id,
+        source_kind=kind,
+        external_id=external_id,
+        occurred_at=occurred_at,
+        source_label=label,
+        data=data,
+    )
 
 
-def read_item(session: Session, account_id: int, item_id: str) -> dict[str, Any]:
+def item_data(item: FeedItemWire) -> JsonObject:
+    """An item's `data` as it is: the models are built without validation, so it is the outside feed's
+    JSON object, not one of the payload models the OpenAPI document describes."""
+    return cast("JsonObject", item.data)
+
+
+def read_item(session: Session, account_id: int, item_id: str) -> FeedItemWire:
     """One item by its own id, or 404 (another account's is indistinguishable from none)."""
     canonical = normalize_ulid(item_id)
     row = (
@@ -48,15 +56,15 @@ def read_item(session: Session, account_id: int, item_id: str) -> dict[str, Any]
     )
     if row is None:
         raise NotFound(f"No feed item {item_id}.")
-    return _item_dict(row)
+    return _item_wire(row)
 
 
-def item_page(session: Session, account_id: int, feed_id: str, cursor: Cursor) -> dict[str, Any]:
+def item_page(session: Session, account_id: int, feed_id: str, cursor: Cursor) -> FeedItemListResponse:
     feed = find_feed(session, account_id, feed_id)
     query = select(*ITEM_COLUMNS).where(FeedItem.feed_id == feed.id)
     if cursor.after is not None:
         query = query.where(FeedItem.id < cursor.after)
     rows = session.execute(query.order_by(FeedItem.id.desc()).limit(cursor.limit)).all()
-    items = [_item_dict(row) for row in rows]
-    next_cursor = items[-1]["id"] if len(items) == cursor.limit else None
-    return {"items": items, "next_cursor": next_cursor}
+    items = [_item_wire(row) for row in rows]
+    next_cursor = items[-1].id if len(items) == cursor.limit else None
+    return FeedItemListResponse.model_construct(items=items, next_cursor=next_cursor)

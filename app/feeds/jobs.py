@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import asdict
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -13,7 +13,7 @@ from app.config import Settings
 from app.db import transaction
 from app.feeds.poll_queue import OnNewItems
 from app.feeds.poller import FeedPoller
-from app.feeds.telemetry_service import heartbeat_due, mark_sent, telemetry_event
+from app.feeds.telemetry_service import TelemetryEvent, heartbeat_due, mark_sent, telemetry_event
 from app.kit.jobs import Job, JobSet
 from app.kit.safe_http import OutboundError
 from app.kit.time import utcnow
@@ -58,7 +58,7 @@ class FeedJobs(JobSet):
             return 0
         try:
             response = await self.poller.http.request(
-                "POST", self.settings.telemetry_url, json=event, timeout=30
+                "POST", self.settings.telemetry_url, json=asdict(event), timeout=30
             )
         except OutboundError as exc:
             log.info("telemetry event not sent: %s", exc)
@@ -67,7 +67,7 @@ class FeedJobs(JobSet):
             await asyncio.to_thread(self._mark_sent, now)
         return 0
 
-    def _due_event(self, now: datetime) -> dict[str, Any] | None:
+    def _due_event(self, now: datetime) -> TelemetryEvent | None:
         with transaction(self.session_factory, write=False) as session:
             return telemetry_event(session) if heartbeat_due(session, now, TELEMETRY_EVERY) else None
 

@@ -224,11 +224,6 @@ def _item_rows(claim: ClaimedFeed, job: SourceJob, observations: list[Observatio
     return rows
 
 
-def record_poll(session: Session, result: FeedPollResult, now: datetime, *, on_new_items: OnNewItems) -> int:
-    """Store one poll's items and states; returns how many items were new (0 if the lease was lost)."""
-    return record_polls(session, [result], now, on_new_items=on_new_items)
-
-
 def record_polls(
     session: Session, results: Sequence[FeedPollResult], now: datetime, *, on_new_items: OnNewItems
 ) -> int:

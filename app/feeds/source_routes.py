@@ -41,7 +41,7 @@ SEEK_DOC = (
     summary="One source by its own id",
     responses=NO_SOURCE,
 )
-def get_source(source_id: str, session: SessionDep, principal: V1User) -> dict[str, Any]:
+def get_source(source_id: str, session: SessionDep, principal: V1User) -> SourceWire:
     return feed_service.read_source(session, principal.account.id, source_id)
 
 
@@ -56,7 +56,7 @@ def get_source(source_id: str, session: SessionDep, principal: V1User) -> dict[s
 def delete_source(source_id: str, session: SessionDep, principal: V1User, dry_run: DryRun) -> Any:
     if dry_run:
         preview = feed_service.read_source(session, principal.account.id, source_id)
-        return json_response(SourceWire.model_validate(preview).model_dump(mode="json"))
+        return json_response(preview.model_dump(mode="json"))
     feed_service.delete_source(session, principal.account.id, source_id)
     return Response(status_code=204)
 
@@ -71,11 +71,11 @@ def delete_source(source_id: str, session: SessionDep, principal: V1User, dry_ru
 )
 def seek_source(
     source_id: str, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
-) -> dict[str, Any]:
+) -> SourceSeekResult:
     seek = validate(SeekInput, body)
     return feed_service.seek_one_source(
         session, principal.account.id, source_id, seek.to, dry_run=dry_run or seek.dry_run, now=utcnow()
-    ).as_dict()
+    )
 
 
 @router.post(
@@ -88,8 +88,8 @@ def seek_source(
 )
 def seek_feed_sources(
     feed_id: str, session: SessionDep, principal: V1User, body: JsonBody, dry_run: DryRun
-) -> dict[str, Any]:
+) -> SourceSeekResult:
     seek = validate(SeekInput, body)
     return feed_service.seek_feed_sources(
         session, principal.account.id, feed_id, seek.to, dry_run=dry_run or seek.dry_run, now=utcnow()
-    ).as_dict()
+    )

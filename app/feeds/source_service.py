@@ -9,16 +9,14 @@ watermark and is not reset by a re-import.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from app.feeds.poll_queue import retention_start
 from app.feeds.specs import CLOCK_SKEW, SourceInput, spec_hash
-from app.feeds.wire import source_wire
+from app.feeds.wire import SourceSeekResult, SourceSetResult, SourceWire, source_wire
 from app.kit.errors import NotFound
 from app.kit.ids import new_ulid, normalize_ulid
 from app.kit.safe_http import literal_host_problem
@@ -27,22 +25,6 @@ from app.kit.windows import resolve_moment
 from app.models import Feed, Source
 
 log = logging.getLogger("tidings.feeds")
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSetCounts:
-    added: int
-    removed: int
-    persisted: int
-    source_count: int
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "added": self.added,
-            "removed": self.removed,
-            "persisted": self.persisted,
-            "source_count": self.source_count,
-        }
 
 
 def check_sources(inputs: list[SourceInput], *, allow_private: bool, prefix: str = "sources") -> None:
@@ -92,21 +74,16 @@ def new_source(feed_id: str, account_id: int, key: str, item: SourceInput, now: 
     )
 
 
-def preview_wire(item: SourceInput, now: datetime) -> dict[str, Any]:
+def preview_wire(item: SourceInput, now: datetime) -> SourceWire:
     """What a source that a dry run would add looks like (no id yet)."""
-    return {
-        "id": "",
-        "spec": item.spec.model_dump(mode="json"),
-        "display": item.spec.display(),
-        "meta": dict(item.meta),
-        "field_map": dict(item.field_map),
-        "last_event_at": item.last_event_at or now,
-        "created_at": None,
-        "last_polled_at": None,
-        "last_error": None,
-        "consecutive_failures": 0,
-        "retry_at": None,
-    }
+    return SourceWire(
+        id="",
+        spec=item.spec,
+        display=item.spec.display(),
+        meta=dict(item.meta),
+        field_map=dict(item.field_map),
+        last_event_at=item.last_event_at or now,
+    )
 
 
 def feed_sources(session: Session, feed_id: str) -> list[Source]:
@@ -123,31 +100,34 @@ def sources_of_feeds(session: Session, feed_ids: list[str]) -> dict[str, list[So
     return found
 
 
-def preview_set(existing: list[Source], inputs: list[SourceInput], now: datetime) -> list[dict[str, Any]]:
+def preview_set(existing: list[Source], inputs: list[SourceInput], now: datetime) -> list[SourceWire]:
     """The source wires a replacement would leave, computed without changing anything."""
     by_hash = {source.spec_hash: source for source in existing}
-    kept: list[dict[str, Any]] = []
-    added: list[dict[str, Any]] = []
+    kept: list[SourceWire] = []
+    added: list[SourceWire] = []
     for key, item in unique_inputs(inputs).items():
         source = by_hash.get(key)
         if source is None:
             added.append(preview_wire(item, now))
         else:
-            kept.append({**source_wire(source), "meta": dict(item.meta), "field_map": dict(item.field_map)})
-    kept.sort(key=lambda wire: str(wire["id"]))
+            changes = {"meta": dict(item.meta), "field_map": dict(item.field_map)}
+            kept.append(source_wire(source).model_copy(update=changes))
+    kept.sort(key=lambda wire: wire.id)
     return kept + added
 
 
 def replace_sources(
     session: Session, feed: Feed, inputs: list[SourceInput], *, dry_run: bool, now: datetime
-) -> SourceSetCounts:
+) -> SourceSetResult:
     """Make the feed's sources `inputs`, by diff. The caller holds the feed row locked."""
     wanted = unique_inputs(inputs)
     existing = {source.spec_hash: source for source in feed_sources(session, feed.id)}
     added = [key for key in wanted if key not in existing]
     removed = [source.id for key, source in existing.items() if key not in wanted]
     kept = [key for key in wanted if key in existing]
-    counts = SourceSetCounts(len(added), len(removed), len(kept), len(wanted))
+    counts = SourceSetResult(
+        added=len(added), removed=len(removed), persisted=len(kept), source_count=len(wanted)
+    )
     if dry_run:
         return counts
     if removed:
@@ -177,29 +157,9 @@ def find_source(session: Session, account_id: int, source_id: str) -> Source:
     return source
 
 
-@dataclass(frozen=True, slots=True)
-class SeekCounts:
-    advanced: int
-    rewound: int
-    unchanged: int
-    source_count: int
-    to: datetime
-    dry_run: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "advanced": self.advanced,
-            "rewound": self.rewound,
-            "unchanged": self.unchanged,
-            "source_count": self.source_count,
-            "to": self.to,
-            "dry_run": self.dry_run,
-        }
-
-
 def seek(
     session: Session, feed: Feed, sources: list[Source], raw_to: str, *, dry_run: bool, now: datetime
-) -> SeekCounts:
+) -> SourceSeekResult:
     """Moves the watermark of `sources` (of `feed`) to `raw_to` (app/kit/windows' grammar; `oldest` is
     the feed's retention start). The next poll collects from there: a rewound source fetches again
     what it already passed (stored items are deduplicated, unseen ones are new), an advanced one skips
@@ -219,13 +179,13 @@ def seek(
     target = min(target, now)
     advanced = [s for s in sources if s.last_event_at is None or s.last_event_at < target]
     rewound = [s for s in sources if s.last_event_at is not None and s.last_event_at > target]
-    counts = SeekCounts(
-        len(advanced),
-        len(rewound),
-        len(sources) - len(advanced) - len(rewound),
-        len(sources),
-        target,
-        dry_run,
+    counts = SourceSeekResult(
+        advanced=len(advanced),
+        rewound=len(rewound),
+        unchanged=len(sources) - len(advanced) - len(rewound),
+        source_count=len(sources),
+        to=target,
+        dry_run=dry_run,
     )
     if dry_run or not (advanced or rewound):
         return counts

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from app.app_state import SettingsDep
 from app.db import SessionDep
 from app.feeds.telemetry_service import set_mode, telemetry_state
 from app.feeds.wire import TelemetryInput, TelemetryState, TelemetrySwitch
@@ -12,13 +11,12 @@ from app.kit.openapi import request_body
 from app.kit.v1_input import JsonBody, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
-from app.state import SettingsDep
 
 router = V1Router(tags=["Telemetry"])
 
 
 @router.get("/v1/telemetry", response_model=TelemetryState, summary="The telemetry state")
-def get_telemetry(settings: SettingsDep, session: SessionDep, principal: V1User) -> dict[str, Any]:
+def get_telemetry(settings: SettingsDep, session: SessionDep, principal: V1User) -> TelemetryState:
     return telemetry_state(session, principal, settings)
 
 
@@ -34,7 +32,7 @@ def get_telemetry(settings: SettingsDep, session: SessionDep, principal: V1User)
 )
 def put_telemetry(
     settings: SettingsDep, session: SessionDep, principal: V1User, body: JsonBody
-) -> dict[str, Any]:
+) -> TelemetryState:
     wanted = validate(TelemetryInput, body)
     set_mode(session, principal, wanted.mode)
     return telemetry_state(session, principal, settings)
@@ -52,7 +50,7 @@ def put_telemetry(
 )
 def post_telemetry(
     settings: SettingsDep, session: SessionDep, principal: V1User, body: JsonBody
-) -> dict[str, Any]:
+) -> TelemetryState:
     wanted = validate(TelemetrySwitch, body)
     set_mode(session, principal, "on" if wanted.enabled else "off")
     return telemetry_state(session, principal, settings)

@@ -9,14 +9,15 @@ with a random installation id: no names, URLs, addresses or content.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.feeds.wire import TelemetryState
 from app.identity.principal import Principal
 from app.kit.errors import Forbidden
 from app.kit.time import utcnow
@@ -30,13 +31,11 @@ def current_mode(session: Session) -> str:
     return row.mode if row is not None else "off"
 
 
-def telemetry_state(session: Session, principal: Principal, settings: Settings) -> dict[str, Any]:
+def telemetry_state(session: Session, principal: Principal, settings: Settings) -> TelemetryState:
     mode = current_mode(session)
-    return {
-        "mode": mode,
-        "can_set": principal.user.is_staff,
-        "emitting": mode == "on" and bool(settings.telemetry_url),
-    }
+    return TelemetryState(
+        mode=mode, can_set=principal.user.is_staff, emitting=mode == "on" and bool(settings.telemetry_url)
+    )
 
 
 def set_mode(session: Session, principal: Principal, mode: str) -> None:
@@ -60,20 +59,31 @@ def heartbeat_due(session: Session, now: datetime, every: timedelta) -> bool:
     return row.last_sent_at is None or now - row.last_sent_at >= every
 
 
-def telemetry_event(session: Session) -> dict[str, Any] | None:
-    """The whole of a telemetry event: counts and a random installation id; None while off."""
+@dataclass(frozen=True, slots=True)
+class TelemetryEvent:
+    """The whole of a telemetry event (sent as JSON): counts and a random installation id."""
+
+    event: str
+    installation_id: str
+    version: str
+    feeds: int
+    sources_by_kind: dict[str, int]
+
+
+def telemetry_event(session: Session) -> TelemetryEvent | None:
+    """The event to send now; None while telemetry is off."""
     row = session.get(TelemetrySetting, SETTING_ID)
     if row is None or row.mode != "on":
         return None
     by_kind = dict(session.execute(select(Source.kind, func.count()).group_by(Source.kind)).all())
     feeds = session.scalar(select(func.count()).select_from(Feed)) or 0
-    return {
-        "event": "heartbeat",
-        "installation_id": row.installation_id,
-        "version": _release(),
-        "feeds": int(feeds),
-        "sources_by_kind": {str(kind): int(count) for kind, count in by_kind.items()},
-    }
+    return TelemetryEvent(
+        event="heartbeat",
+        installation_id=row.installation_id,
+        version=_release(),
+        feeds=int(feeds),
+        sources_by_kind={str(kind): int(count) for kind, count in by_kind.items()},
+    )
 
 
 def mark_sent(session: Session, now: datetime) -> None:

@@ -1,5 +1,5 @@
 """What /v1 answers about feeds: the wire schemas of feeds, sources, items and telemetry (openmagpie's
-names), and the dict builders that fill them from rows. What every /v1 answer shares is in kit/v1_wire."""
+names), and the builders that fill them from rows. What every /v1 answer shares is in kit/v1_wire."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from app.feeds.specs import CuratedFeedConfig, SourceSpec
-from app.kit.v1_wire import Timestamp
+from app.kit.v1_wire import Timestamp, row_fields
 from app.models import Feed, Source
 
 
@@ -160,47 +160,33 @@ class TelemetrySwitch(BaseModel):
     enabled: bool
 
 
-# --- builders: rows to the dicts the schemas above describe -----------------------------------------
+class FeedOverview(FeedWire):
+    """A feed in the console's list: its sources and how many items it holds (not an API answer)."""
+
+    sources: list[SourceWire] = []
+    item_count: int = 0
 
 
-def source_wire(source: Source) -> dict[str, Any]:
-    return {
-        "id": source.id,
-        "spec": source.spec,
-        "display": source.display,
-        "meta": source.meta,
-        "field_map": source.field_map,
-        "last_event_at": source.last_event_at,
-        "created_at": source.created_at,
-        "last_polled_at": source.last_polled_at,
-        "last_error": source.last_error,
-        "consecutive_failures": source.consecutive_failures,
-        "retry_at": source.retry_at,
-    }
+class FeedOverviewPage(BaseModel):
+    items: list[FeedOverview]
+    next_cursor: str | None
 
 
-def feed_wire(feed: Feed) -> dict[str, Any]:
-    return {
-        "id": feed.id,
-        "name": feed.name,
-        "kind": feed.kind,
-        "is_active": feed.is_active,
-        "poll_interval_seconds": feed.poll_interval_seconds,
-        "user_id": str(feed.user_id) if feed.user_id is not None else "",
-        "data": {"default_field_map": feed.default_field_map, "retention_days": feed.retention_days},
-        "created_at": feed.created_at,
-        "last_polled_at": feed.last_polled_at,
-        "next_poll_at": feed.next_poll_at,
-        "last_error": feed.last_error,
-        "consecutive_failures": feed.consecutive_failures,
-    }
+# --- builders: rows to the models above ----------------------------------------------------------
 
 
-def feed_view(feed: Feed, sources: list[Source]) -> dict[str, Any]:
-    return {
-        **feed_wire(feed),
-        "source_count": len(sources),
-        "sources": [source_wire(source) for source in sources],
-        # Curated feeds have nothing to summarise beyond their sources.
-        "summary": {},
-    }
+def source_wire(source: Source) -> SourceWire:
+    return SourceWire.model_validate(source, from_attributes=True)
+
+
+def feed_wire(feed: Feed) -> FeedWire:
+    user_id = str(feed.user_id) if feed.user_id is not None else ""
+    data = CuratedFeedConfig(default_field_map=feed.default_field_map, retention_days=feed.retention_days)
+    return FeedWire(**row_fields(FeedWire, feed, user_id=user_id, data=data))
+
+
+def feed_with_sources_wire(feed: Feed, sources: list[Source]) -> FeedView:
+    # Curated feeds have nothing to summarise beyond their sources: `summary` stays empty.
+    return FeedView(
+        **dict(feed_wire(feed)), source_count=len(sources), sources=[source_wire(s) for s in sources]
+    )

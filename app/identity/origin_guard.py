@@ -7,9 +7,9 @@ from urllib.parse import urlsplit
 
 from fastapi import Request
 
+from app.app_state import app_state
 from app.config import Settings
 from app.kit.errors import DomainError
-from app.state import app_state
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 

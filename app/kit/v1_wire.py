@@ -20,3 +20,9 @@ Timestamp = Annotated[
 class ErrorOut(BaseModel):
     error: str
     detail: Any = None
+
+
+def row_fields(model: type[BaseModel], row: object, **overrides: Any) -> dict[str, Any]:
+    """The values of `model`'s fields, each read from `row`'s attribute of the same name but those in
+    `overrides`: a row-to-wire builder names only what the wire says differently from the row."""
+    return {name: overrides[name] if name in overrides else getattr(row, name) for name in model.model_fields}

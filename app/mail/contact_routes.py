@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
+from app.app_state import app_state
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
@@ -22,7 +23,6 @@ from app.mail.specs import (
 )
 from app.mail.wire import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
 from app.models import Contact
-from app.state import app_state
 
 router = APIRouter(tags=["Contacts"])
 

@@ -29,6 +29,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
+from app.app_state import SettingsDep, app_state
 from app.db import SessionDep, WriteSessionDep
 from app.identity.dependencies import Unauthenticated, bearer_token
 from app.kit.body import read_capped
@@ -50,7 +51,6 @@ from app.mail.tracking_service import (
     sender_of,
     unsubscribe_by_link,
 )
-from app.state import SettingsDep, app_state
 
 # The smallest transparent GIF (42 bytes).
 PIXEL = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")

@@ -97,7 +97,7 @@ def action_activity(
     responses={404: {"model": ErrorOut, "description": "No such run in the account"}},
 )
 def run_detail(run_id: str, session: SessionDep, principal: V1User) -> Response:
-    return timestamped_json_response(activity_service.run_view(session, principal.account.id, run_id))
+    return timestamped_json_response(activity_service.read_run(session, principal.account.id, run_id))
 
 
 @router.get(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
@@ -25,10 +25,26 @@ from app.models import (
     WatchActionRun,
 )
 from app.watches.lookup import find_action
-from app.watches.wire import action_wire, delivery_view, delivery_wire, run_wire
+from app.watches.wire import (
+    RunFeed,
+    RunFeedItem,
+    WatchActionDeliveryListResponse,
+    WatchActionDeliveryView,
+    WatchActionRunListResponse,
+    WatchActionRunSummary,
+    WatchActionRunView,
+    Window,
+    action_wire,
+    delivery_wire,
+    delivery_with_payload_wire,
+    run_wire,
+)
 
 WINDOWS = ("24h", "yesterday", "7d", "30d")
 DEFAULT_WINDOW = "7d"
+
+# Whatever a query of runs selects, narrowing it keeps its type.
+RunsQuery = TypeVar("RunsQuery", bound=Select[Any])
 
 
 def read_choice(value: str | None, allowed: Iterable[str], name: str) -> str | None:
@@ -54,7 +70,7 @@ def window_bounds(window: str, now: datetime) -> tuple[datetime, datetime | None
     return midnight - timedelta(days=1), midnight
 
 
-def run_summary(session: Session, action_id: str, window: str, now: datetime) -> dict[str, Any]:
+def run_summary(session: Session, action_id: str, window: str, now: datetime) -> WatchActionRunSummary:
     """Runs completed within the window, by state, and the backlog now. A failed run counts in
     `evaluated.failed` once its attempts are spent (it has a completion time) and in `retrying` until
     then, so no run is in two buckets."""
@@ -77,31 +93,31 @@ def run_summary(session: Session, action_id: str, window: str, now: datetime) ->
             .group_by(WatchActionRun.state)
         ).all()
     )
-    return {
-        "window": window,
-        "since": since,
-        "until": until,
-        "evaluated": evaluated,
-        "pending": int(backlog.get(RunState.PENDING, 0)),
-        "running": int(backlog.get(RunState.RUNNING, 0)),
+    return WatchActionRunSummary.model_construct(
+        window=cast(Window, window),  # read_choice took it from WINDOWS
+        since=since,
+        until=until,
+        evaluated=evaluated,
+        pending=int(backlog.get(RunState.PENDING, 0)),
+        running=int(backlog.get(RunState.RUNNING, 0)),
         # A failed run without a completion time waits for its retry.
-        "retrying": int(backlog.get(RunState.FAILED, 0)),
-    }
+        retrying=int(backlog.get(RunState.FAILED, 0)),
+    )
 
 
-def _run_item(item_id: str, feed_id: str, label: str, occurred_at: Any, data: Any) -> dict[str, Any]:
+def _run_item(item_id: str, feed_id: str, label: str, occurred_at: Any, data: Any) -> RunFeedItem:
     data = data if isinstance(data, dict) else {}
-    return {
-        "feed_id": feed_id,
-        "title": str(data.get("title") or ""),
-        "url": str(data.get("url") or ""),
-        "external_url": str(data.get("external_url") or ""),
-        "source_label": label or "",
-        "occurred_at": occurred_at,
-    }
+    return RunFeedItem.model_construct(
+        feed_id=feed_id,
+        title=str(data.get("title") or ""),
+        url=str(data.get("url") or ""),
+        external_url=str(data.get("external_url") or ""),
+        source_label=label or "",
+        occurred_at=occurred_at,
+    )
 
 
-def feed_items_of(session: Session, item_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+def feed_items_of(session: Session, item_ids: Iterable[str]) -> dict[str, RunFeedItem]:
     ids = sorted(set(item_ids))
     if not ids:
         return {}
@@ -113,15 +129,15 @@ def feed_items_of(session: Session, item_ids: Iterable[str]) -> dict[str, dict[s
     return {row[0]: _run_item(*row) for row in rows}
 
 
-def feeds_of(session: Session, feed_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+def feeds_of(session: Session, feed_ids: Iterable[str]) -> dict[str, RunFeed]:
     ids = sorted(set(feed_ids))
     if not ids:
         return {}
     rows = session.execute(select(Feed.id, Feed.name).where(Feed.id.in_(ids))).all()
-    return {feed_id: {"id": feed_id, "name": name} for feed_id, name in rows}
+    return {feed_id: RunFeed.model_construct(id=feed_id, name=name) for feed_id, name in rows}
 
 
-def within_windows(query: Select[Any], resolved: Mapping[str, datetime]) -> Select[Any]:
+def within_windows(query: RunsQuery, resolved: Mapping[str, datetime]) -> RunsQuery:
     """`query` of runs narrowed to the resolved bounds (resolve_windows' keys)."""
     if "completed_since" in resolved:
         query = query.where(WatchActionRun.completed_at >= resolved["completed_since"])
@@ -147,7 +163,7 @@ def run_page(
     window: str | None,
     now: datetime,
     bounds: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> WatchActionRunListResponse:
     """A page of the action's runs. `bounds` are the raw `occurred_since`, `occurred_until`,
     `completed_since` and `completed_until` (app/kit/windows), each half-open `[since, until)`: on
     when the run completed, and on when its item occurred (a pruned item's runs are then left out)."""
@@ -168,18 +184,18 @@ def run_page(
         query = query.where(WatchActionRun.id < cursor.after)
     runs = list(session.scalars(query.order_by(WatchActionRun.id.desc()).limit(cursor.limit)))
     items = feed_items_of(session, (run.feed_item_id for run in runs))
-    feeds = feeds_of(session, [run.feed_id for run in runs] + [i["feed_id"] for i in items.values()])
-    return {
-        "items": [run_wire(run) for run in runs],
-        "next_cursor": runs[-1].id if len(runs) == cursor.limit else None,
-        "action": action_wire(action),
-        "feeds": feeds,
-        "feed_items": items,
-        "summary": run_summary(session, action.id, window, now) if cursor.after is None else None,
-    }
+    feeds = feeds_of(session, [run.feed_id for run in runs] + [i.feed_id for i in items.values()])
+    return WatchActionRunListResponse.model_construct(
+        items=[run_wire(run) for run in runs],
+        next_cursor=runs[-1].id if len(runs) == cursor.limit else None,
+        action=action_wire(action),
+        feeds=feeds,
+        feed_items=items,
+        summary=run_summary(session, action.id, window, now) if cursor.after is None else None,
+    )
 
 
-def run_view(session: Session, account_id: int, run_id: str) -> dict[str, Any]:
+def read_run(session: Session, account_id: int, run_id: str) -> WatchActionRunView:
     canonical = normalize_ulid(run_id)
     run = None
     if canonical is not None:
@@ -193,17 +209,17 @@ def run_view(session: Session, account_id: int, run_id: str) -> dict[str, Any]:
     action = session.get(WatchAction, run.action_id)
     item = feed_items_of(session, [run.feed_item_id]).get(run.feed_item_id)
     feed = feeds_of(session, [run.feed_id]).get(run.feed_id)
-    return {
-        "run": run_wire(run),
-        "action": action_wire(action) if action is not None else None,
-        "feed": feed,
-        "feed_item": item,
-    }
+    return WatchActionRunView.model_construct(
+        run=run_wire(run),
+        action=action_wire(action) if action is not None else None,
+        feed=feed,
+        feed_item=item,
+    )
 
 
 def delivery_page(
     session: Session, account_id: int, action_id: str, cursor: Cursor, *, state: str | None
-) -> dict[str, Any]:
+) -> WatchActionDeliveryListResponse:
     state = read_choice(state, DeliveryState, "state")
     action = find_action(session, account_id, action_id)
     query = select(WatchActionDelivery).where(WatchActionDelivery.action_id == action.id)
@@ -212,13 +228,13 @@ def delivery_page(
     if cursor.after is not None:
         query = query.where(WatchActionDelivery.id < cursor.after)
     rows = list(session.scalars(query.order_by(WatchActionDelivery.id.desc()).limit(cursor.limit)))
-    return {
-        "items": [delivery_wire(row) for row in rows],
-        "next_cursor": rows[-1].id if len(rows) == cursor.limit else None,
-    }
+    return WatchActionDeliveryListResponse.model_construct(
+        items=[delivery_wire(row) for row in rows],
+        next_cursor=rows[-1].id if len(rows) == cursor.limit else None,
+    )
 
 
-def delivery_detail(session: Session, account_id: int, delivery_id: str) -> dict[str, Any]:
+def delivery_detail(session: Session, account_id: int, delivery_id: str) -> WatchActionDeliveryView:
     canonical = normalize_ulid(delivery_id)
     row = None
     if canonical is not None:
@@ -229,4 +245,4 @@ def delivery_detail(session: Session, account_id: int, delivery_id: str) -> dict
         ).first()
     if row is None:
         raise NotFound(f"No delivery {delivery_id}.")
-    return delivery_view(row)
+    return delivery_with_payload_wire(row)

@@ -3,10 +3,7 @@ backfill_service."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from fastapi import Response
-from pydantic import BaseModel, ConfigDict, Field
 
 from app.db import SessionDep
 from app.identity.dependencies import V1User
@@ -15,63 +12,12 @@ from app.kit.responses import timestamped_json_response
 from app.kit.time import utcnow
 from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
 from app.kit.v1_routing import V1Router
-from app.kit.v1_wire import ErrorOut, Timestamp
-from app.kit.windows import MAX_TEXT
+from app.kit.v1_wire import ErrorOut
 from app.watches import backfill_service
+from app.watches.specs import BackfillInput
+from app.watches.wire import BackfillJob, BackfillListResponse, BackfillPreview
 
 router = V1Router(tags=["Activity"])
-
-Bound = Annotated[str | None, Field(default=None, max_length=MAX_TEXT)]
-
-
-class BackfillInput(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    replace: bool = False
-    occurred_since: Bound = None
-    occurred_until: Bound = None
-    completed_since: Bound = None
-    completed_until: Bound = None
-
-
-class BackfillPreview(BaseModel):
-    dry_run: bool
-    source_action_id: str
-    source_is_head: bool
-    replace: bool
-    matched: int
-    present: int
-    pruned: int
-    would_delete: int
-    would_enqueue: int
-
-
-class BackfillJob(BaseModel):
-    id: str
-    state: str
-    target_action_id: str
-    source_action_id: str
-    source_is_head: bool
-    kind: str
-    replace: bool
-    occurred_since: Timestamp | None
-    occurred_until: Timestamp | None
-    completed_since: Timestamp | None
-    completed_until: Timestamp | None
-    matched: int
-    present: int
-    pruned: int
-    deleted: int
-    enqueued: int
-    error: str
-    created_at: Timestamp
-    started_at: Timestamp | None
-    completed_at: Timestamp | None
-
-
-class BackfillListResponse(BaseModel):
-    items: list[BackfillJob]
-    next_cursor: str | None
 
 
 @router.post(

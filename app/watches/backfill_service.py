@@ -37,6 +37,7 @@ from app.models import (
 )
 from app.watches.activity_service import within_windows
 from app.watches.lookup import find_action
+from app.watches.wire import BackfillJob, BackfillListResponse, BackfillPreview, job_wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,25 +137,28 @@ def backfill(
     replace: bool,
     dry_run: bool,
     now: datetime,
-) -> dict[str, Any]:
-    """A dry run's preview (BackfillPreview), or the backfill done and its record (BackfillJob)."""
+) -> BackfillPreview | BackfillJob:
+    """A dry run's preview, or the backfill done and its record."""
     target = find_action(session, account_id, action_id)
     resolved = _resolved(bounds, now)
     plan = _plan(session, target, resolved, replace)
     source_id = plan.source.id if plan.source is not None else ""
-    pruned = plan.matched - len(plan.present)
+    # What the preview and the record both count.
+    found: dict[str, Any] = {
+        "matched": plan.matched,
+        "present": len(plan.present),
+        "pruned": plan.matched - len(plan.present),
+    }
     if dry_run:
-        return {
-            "dry_run": True,
-            "source_action_id": source_id,
-            "source_is_head": plan.source is None,
-            "replace": replace,
-            "matched": plan.matched,
-            "present": len(plan.present),
-            "pruned": pruned,
-            "would_delete": len(plan.to_delete),
-            "would_enqueue": len(plan.to_enqueue),
-        }
+        return BackfillPreview.model_construct(
+            dry_run=True,
+            source_action_id=source_id,
+            source_is_head=plan.source is None,
+            replace=replace,
+            **found,
+            would_delete=len(plan.to_delete),
+            would_enqueue=len(plan.to_enqueue),
+        )
     if plan.to_delete:
         session.execute(
             delete(WatchActionRun).where(
@@ -171,9 +175,7 @@ def backfill(
         state=BackfillState.DONE,
         replace=replace,
         **_bounds_of(resolved),
-        matched=plan.matched,
-        present=len(plan.present),
-        pruned=pruned,
+        **found,
         deleted=len(plan.to_delete),
         enqueued=len(plan.to_enqueue),
         error="",
@@ -212,32 +214,7 @@ def _enqueue(session: Session, target: WatchAction, items: Sequence[tuple[str, s
     session.execute(statement, rows)
 
 
-def job_wire(job: ActionBackfill) -> dict[str, Any]:
-    return {
-        "id": job.id,
-        "state": job.state,
-        "target_action_id": job.target_action_id,
-        "source_action_id": job.source_action_id,
-        "source_is_head": not job.source_action_id,
-        "kind": job.kind,
-        "replace": job.replace,
-        "occurred_since": job.occurred_since,
-        "occurred_until": job.occurred_until,
-        "completed_since": job.completed_since,
-        "completed_until": job.completed_until,
-        "matched": job.matched,
-        "present": job.present,
-        "pruned": job.pruned,
-        "deleted": job.deleted,
-        "enqueued": job.enqueued,
-        "error": job.error,
-        "created_at": job.created_at,
-        "started_at": job.started_at,
-        "completed_at": job.completed_at,
-    }
-
-
-def find_backfill(session: Session, account_id: int, backfill_id: str) -> dict[str, Any]:
+def find_backfill(session: Session, account_id: int, backfill_id: str) -> BackfillJob:
     canonical = normalize_ulid(backfill_id)
     job = (
         session.scalars(
@@ -253,12 +230,12 @@ def find_backfill(session: Session, account_id: int, backfill_id: str) -> dict[s
     return job_wire(job)
 
 
-def backfill_page(session: Session, account_id: int, cursor: Cursor) -> dict[str, Any]:
+def backfill_page(session: Session, account_id: int, cursor: Cursor) -> BackfillListResponse:
     query = select(ActionBackfill).where(ActionBackfill.account_id == account_id)
     if cursor.after is not None:
         query = query.where(ActionBackfill.id < cursor.after)
     jobs = list(session.scalars(query.order_by(ActionBackfill.id.desc()).limit(cursor.limit)))
-    return {
-        "items": [job_wire(job) for job in jobs],
-        "next_cursor": jobs[-1].id if len(jobs) == cursor.limit else None,
-    }
+    return BackfillListResponse.model_construct(
+        items=[job_wire(job) for job in jobs],
+        next_cursor=jobs[-1].id if len(jobs) == cursor.limit else None,
+    )

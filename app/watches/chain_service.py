@@ -21,7 +21,7 @@ from app.watches.actions import ACTIONS
 from app.watches.actions.base import ActionRules
 from app.watches.lookup import find_action, find_watch
 from app.watches.specs import MAX_ACTIONS, ActionInput
-from app.watches.wire import action_wire
+from app.watches.wire import WatchActionMutationResponse, WatchActionWire, action_wire
 
 # Ranks move out of the way through this offset first, so the unique (watch_id, rank) never sees two
 # actions at one rank while a chain is renumbered.
@@ -173,7 +173,7 @@ def apply_chain(
     return chain
 
 
-def preview_chain(watch_id: str | None, wanted: list[CheckedAction]) -> list[dict[str, Any]]:
+def preview_chain(watch_id: str | None, wanted: list[CheckedAction]) -> list[WatchActionWire]:
     """The chain a dry run would make, as action wires (new actions have an empty id)."""
     previews = []
     for rank, item in enumerate(wanted):
@@ -205,7 +205,7 @@ def add_action(
     dry_run: bool,
     rules: ActionRules,
     now: datetime,
-) -> dict[str, Any]:
+) -> WatchActionMutationResponse:
     watch = find_watch(session, principal.account.id, watch_id)
     errors: dict[str, list[str]] = {}
     checked = check_action(item, None, "body", errors, rules=rules)
@@ -221,9 +221,11 @@ def add_action(
     wanted = [CheckedAction(a.kind, a.config, a) for a in current]
     wanted.insert(at, checked)
     if dry_run:
-        return {"action": preview_chain(watch.id, wanted)[at], "dry_run": True}
+        return WatchActionMutationResponse.model_construct(
+            action=preview_chain(watch.id, wanted)[at], dry_run=True
+        )
     chain = apply_chain(session, watch, wanted, current, now)
-    return {"action": action_wire(chain[at]), "dry_run": False}
+    return WatchActionMutationResponse.model_construct(action=action_wire(chain[at]), dry_run=False)
 
 
 def place(rank: int, size: int) -> int:
@@ -240,7 +242,7 @@ def edit_action(
     dry_run: bool,
     rules: ActionRules,
     now: datetime,
-) -> dict[str, Any]:
+) -> WatchActionMutationResponse:
     action = find_action(session, principal.account.id, action_id)
     errors: dict[str, list[str]] = {}
     checked = check_action(item, action, "body", errors, rules=rules)
@@ -255,20 +257,22 @@ def edit_action(
     to = position if item.rank is None else place(item.rank, len(wanted))
     wanted.insert(to, CheckedAction(checked.kind, checked.config, moved.existing))
     if dry_run:
-        return {"action": preview_chain(action.watch_id, wanted)[to], "dry_run": True}
+        return WatchActionMutationResponse.model_construct(
+            action=preview_chain(action.watch_id, wanted)[to], dry_run=True
+        )
     watch = session.get_one(Watch, action.watch_id)
     chain = apply_chain(session, watch, wanted, current, now)
-    return {"action": action_wire(chain[to]), "dry_run": False}
+    return WatchActionMutationResponse.model_construct(action=action_wire(chain[to]), dry_run=False)
 
 
 def delete_action(
     session: Session, principal: Principal, action_id: str, *, dry_run: bool, now: datetime
-) -> dict[str, Any] | None:
+) -> WatchActionMutationResponse | None:
     """Deletes the action with its runs and deliveries; the chain closes the gap. A dry run returns
     the action that would go."""
     action = find_action(session, principal.account.id, action_id)
     if dry_run:
-        return {"action": action_wire(action), "dry_run": True}
+        return WatchActionMutationResponse.model_construct(action=action_wire(action), dry_run=True)
     _lock_watch(session, action.watch_id)
     current = chain_of(session, action.watch_id)
     wanted = [CheckedAction(a.kind, a.config, a) for a in current if a.id != action.id]
@@ -282,5 +286,5 @@ def _unprefixed(errors: dict[str, list[str]]) -> dict[str, list[str]]:
     return {name.removeprefix("body."): messages for name, messages in errors.items()}
 
 
-def read_action(session: Session, account_id: int, action_id: str) -> dict[str, Any]:
+def read_action(session: Session, account_id: int, action_id: str) -> WatchActionWire:
     return action_wire(find_action(session, account_id, action_id))

@@ -7,8 +7,8 @@ from __future__ import annotations
 from fastapi import Request
 from sqlalchemy.orm import Session
 
+from app.app_state import AppState, app_state
 from app.identity.principal import Principal
-from app.state import AppState, app_state
 from app.watches.actions.base import ActionRules
 from app.watches.engines.registry import Engines
 

@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.kit.v1_input import MAX_INTEGER
+from app.kit.windows import MAX_TEXT
 from app.models import ActionKind
 from app.watches.engines.names import ENGINE_KINDS, SEMANTIC_ONLY_ENGINES
 from app.watches.newsletter_template import template_problems
@@ -329,3 +330,16 @@ class WatchPatch(BaseModel):
     name: WatchName | None = None
     is_active: bool | None = None
     feed_ids: FeedIds | None = None
+
+
+Bound = Annotated[str | None, Field(default=None, max_length=MAX_TEXT)]
+
+
+class BackfillInput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    replace: bool = False
+    occurred_since: Bound = None
+    occurred_until: Bound = None
+    completed_since: Bound = None
+    completed_until: Bound = None

@@ -4,7 +4,7 @@ dry run that validates everything and stores nothing."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, overload
+from typing import overload
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
@@ -24,7 +24,15 @@ from app.watches.chain_service import (
 )
 from app.watches.lookup import find_watch
 from app.watches.specs import ActionInput, WatchInput, WatchPatch
-from app.watches.wire import action_wire, watch_view, watch_wire
+from app.watches.wire import (
+    WatchActionListResponse,
+    WatchListResponse,
+    WatchMutationResponse,
+    WatchView,
+    action_wire,
+    watch_wire,
+    watch_with_actions_wire,
+)
 
 
 def feed_ids_of(session: Session, watch_ids: list[str]) -> dict[str, list[str]]:
@@ -40,27 +48,31 @@ def feed_ids_of(session: Session, watch_ids: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def list_watches(session: Session, account_id: int, cursor: Cursor) -> dict[str, Any]:
+def list_watches(session: Session, account_id: int, cursor: Cursor) -> WatchListResponse:
     """The account's watches, newest first, `cursor.limit` at a time."""
     query = select(Watch).where(Watch.account_id == account_id)
     if cursor.after is not None:
         query = query.where(Watch.id < cursor.after)
     watches = list(session.scalars(query.order_by(Watch.id.desc()).limit(cursor.limit)))
     feeds = feed_ids_of(session, [w.id for w in watches])
-    return {
-        "items": [watch_wire(w, feeds[w.id]) for w in watches],
-        "next_cursor": watches[-1].id if len(watches) == cursor.limit else None,
-    }
+    return WatchListResponse.model_construct(
+        items=[watch_wire(w, feeds[w.id]) for w in watches],
+        next_cursor=watches[-1].id if len(watches) == cursor.limit else None,
+    )
 
 
-def read_watch(session: Session, account_id: int, watch_id: str) -> dict[str, Any]:
+def read_watch(session: Session, account_id: int, watch_id: str) -> WatchView:
     watch = find_watch(session, account_id, watch_id)
-    return watch_view(watch, feed_ids_of(session, [watch.id])[watch.id], chain_of(session, watch.id))
+    return watch_with_actions_wire(
+        watch, feed_ids_of(session, [watch.id])[watch.id], chain_of(session, watch.id)
+    )
 
 
-def list_actions(session: Session, account_id: int, watch_id: str) -> dict[str, Any]:
+def list_actions(session: Session, account_id: int, watch_id: str) -> WatchActionListResponse:
     watch = find_watch(session, account_id, watch_id)
-    return {"items": [action_wire(a) for a in chain_of(session, watch.id)]}
+    return WatchActionListResponse.model_construct(
+        items=[action_wire(a) for a in chain_of(session, watch.id)]
+    )
 
 
 def _check_feeds(
@@ -159,22 +171,22 @@ def create_watch(
     dry_run: bool,
     rules: ActionRules,
     now: datetime,
-) -> dict[str, Any]:
+) -> WatchMutationResponse:
     account_id = principal.account.id
     feeds, chain = _checked_inputs(
         session, account_id, body.feed_ids or [], body.actions or [], [], rules=rules
     )
     if dry_run:
-        return {
-            "id": None,
-            "name": body.name,
-            "is_active": body.is_active,
-            "feed_ids": feeds,
-            "user_id": str(principal.user.id),
-            "created_at": None,
-            "actions": preview_chain(None, chain),
-            "dry_run": True,
-        }
+        return WatchMutationResponse.model_construct(
+            id=None,
+            name=body.name,
+            is_active=body.is_active,
+            feed_ids=feeds,
+            user_id=str(principal.user.id),
+            created_at=None,
+            actions=preview_chain(None, chain),
+            dry_run=True,
+        )
     watch = Watch(
         id=new_ulid(),
         account_id=account_id,
@@ -188,7 +200,11 @@ def create_watch(
     session.flush()
     _set_feeds(session, watch, feeds, now)
     actions = apply_chain(session, watch, chain, [], now)
-    return {**watch_view(watch, feeds, actions), "dry_run": False}
+    return _mutation(watch_with_actions_wire(watch, feeds, actions), dry_run=False)
+
+
+def _mutation(view: WatchView, *, dry_run: bool) -> WatchMutationResponse:
+    return WatchMutationResponse.model_construct(**dict(view), dry_run=dry_run)
 
 
 def edit_watch(
@@ -200,7 +216,7 @@ def edit_watch(
     dry_run: bool,
     rules: ActionRules,
     now: datetime,
-) -> dict[str, Any]:
+) -> WatchMutationResponse:
     """PUT (WatchInput: name and is_active replaced; feed_ids and actions when given) and PATCH
     (WatchPatch: only what is given)."""
     watch = find_watch(session, principal.account.id, watch_id, lock=not dry_run)
@@ -219,9 +235,9 @@ def edit_watch(
     is_active = body.is_active if body.is_active is not None else watch.is_active
     if dry_run:
         wire = watch_wire(watch, feeds if feeds is not None else feed_ids_of(session, [watch.id])[watch.id])
-        wire.update(name=name, is_active=is_active)
         previews = preview_chain(watch.id, chain) if chain is not None else [action_wire(a) for a in current]
-        return {**wire, "actions": previews, "dry_run": True}
+        edited = wire.model_copy(update={"name": name, "is_active": is_active})
+        return WatchMutationResponse.model_construct(**dict(edited), actions=previews, dry_run=True)
     if (name, is_active) != (watch.name, watch.is_active):
         watch.name, watch.is_active = name, is_active
         watch.updated_at = now
@@ -230,16 +246,20 @@ def edit_watch(
     if chain is not None:
         current = apply_chain(session, watch, chain, current, now)
     session.flush()
-    return {**watch_view(watch, feed_ids_of(session, [watch.id])[watch.id], current), "dry_run": False}
+    return _mutation(
+        watch_with_actions_wire(watch, feed_ids_of(session, [watch.id])[watch.id], current), dry_run=False
+    )
 
 
 def delete_watch(
     session: Session, principal: Principal, watch_id: str, *, dry_run: bool
-) -> dict[str, Any] | None:
+) -> WatchMutationResponse | None:
     """Deletes the watch with its actions, runs and deliveries; a dry run returns what would go."""
     watch = find_watch(session, principal.account.id, watch_id)
     if dry_run:
-        view = watch_view(watch, feed_ids_of(session, [watch.id])[watch.id], chain_of(session, watch.id))
-        return {**view, "dry_run": True}
+        view = watch_with_actions_wire(
+            watch, feed_ids_of(session, [watch.id])[watch.id], chain_of(session, watch.id)
+        )
+        return _mutation(view, dry_run=True)
     session.execute(delete(Watch).where(Watch.id == watch.id))
     return None

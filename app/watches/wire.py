@@ -1,15 +1,24 @@
-"""What /v1 answers about watches: the wire schemas (openmagpie's names) and the dict builders that fill
+"""What /v1 answers about watches: the wire schemas (openmagpie's names) and the builders that fill
 them from rows. Webhook secrets are masked here, on the way out, and nowhere else."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
-from app.kit.v1_wire import Timestamp
+from app.kit.json_types import JsonObject
+from app.kit.v1_wire import Timestamp, row_fields
 from app.kit.wire_enum import inline_enum
-from app.models import DeliveryState, RunState, Watch, WatchAction, WatchActionDelivery, WatchActionRun
+from app.models import (
+    ActionBackfill,
+    DeliveryState,
+    RunState,
+    Watch,
+    WatchAction,
+    WatchActionDelivery,
+    WatchActionRun,
+)
 from app.watches.actions import ACTIONS
 
 if TYPE_CHECKING:
@@ -19,6 +28,9 @@ else:  # documented inline (app/kit/wire_enum.py)
     RunStateField = inline_enum(RunState)
     DeliveryStateField = inline_enum(DeliveryState)
 EnrichmentStatus = Literal["not_applicable", "disabled", "included", "unavailable", "missing"]
+Window = Literal["24h", "yesterday", "7d", "30d"]
+DeliveryMode = Literal["instant", "digest"]
+DeliveryMethod = Literal["POST", "PUT", "PATCH"]
 
 
 class ActionSummary(BaseModel):
@@ -29,7 +41,7 @@ class WatchActionWire(BaseModel):
     id: str
     kind: str
     rank: int
-    config: dict[str, Any] | None = None
+    config: JsonObject | None = None
     summary: ActionSummary = ActionSummary()
     created_at: Timestamp | None = None
 
@@ -119,7 +131,7 @@ class RunFeed(BaseModel):
 
 
 class WatchActionRunSummary(BaseModel):
-    window: Literal["24h", "yesterday", "7d", "30d"] = "7d"
+    window: Window = "7d"
     since: Timestamp
     until: Timestamp | None = None
     evaluated: dict[str, int] = {}
@@ -148,8 +160,8 @@ class WatchActionDeliveryWire(BaseModel):
     id: str
     watch_id: str
     action_id: str
-    delivery: Literal["instant", "digest"]
-    method: Literal["POST", "PUT", "PATCH"]
+    delivery: DeliveryMode
+    method: DeliveryMethod
     state: DeliveryStateField
     attempt: int = 0
     item_count: int = 0
@@ -162,7 +174,7 @@ class WatchActionDeliveryWire(BaseModel):
 
 
 class WatchActionDeliveryView(WatchActionDeliveryWire):
-    request_payload: dict[str, Any] = {}
+    request_payload: JsonObject = {}
 
 
 class WatchActionDeliveryListResponse(BaseModel):
@@ -183,72 +195,86 @@ class EngineListResponse(BaseModel):
     items: list[EngineStatus]
 
 
-# --- builders: rows to the dicts the schemas above describe -----------------------------------------
+class BackfillPreview(BaseModel):
+    dry_run: bool
+    source_action_id: str
+    source_is_head: bool
+    replace: bool
+    matched: int
+    present: int
+    pruned: int
+    would_delete: int
+    would_enqueue: int
 
 
-def action_wire(action: WatchAction) -> dict[str, Any]:
+class BackfillJob(BaseModel):
+    id: str
+    state: str
+    target_action_id: str
+    source_action_id: str
+    source_is_head: bool
+    kind: str
+    replace: bool
+    occurred_since: Timestamp | None
+    occurred_until: Timestamp | None
+    completed_since: Timestamp | None
+    completed_until: Timestamp | None
+    matched: int
+    present: int
+    pruned: int
+    deleted: int
+    enqueued: int
+    error: str
+    created_at: Timestamp
+    started_at: Timestamp | None
+    completed_at: Timestamp | None
+
+
+class BackfillListResponse(BaseModel):
+    items: list[BackfillJob]
+    next_cursor: str | None
+
+
+# --- builders: rows to the models above ----------------------------------------------------------
+# Built with `model_construct`: the values are the rows' own, and the stored JSON (an action's config, a
+# run's result, a delivery's payload: JsonObject) goes out as it was stored, not re-read by the models.
+
+
+def action_wire(action: WatchAction) -> WatchActionWire:
     kind = ACTIONS[action.kind]
-    return {
-        "id": action.id,
-        "kind": action.kind,
-        "rank": action.rank,
-        "config": kind.shown(action.config),
-        "summary": {"detail": kind.describe(action.config)},
-        "created_at": action.created_at,
-    }
+    summary = ActionSummary.model_construct(detail=kind.describe(action.config))
+    values = row_fields(WatchActionWire, action, config=kind.shown(action.config), summary=summary)
+    return WatchActionWire.model_construct(**values)
 
 
-def watch_wire(watch: Watch, feed_ids: list[str]) -> dict[str, Any]:
-    return {
-        "id": watch.id,
-        "name": watch.name,
-        "is_active": watch.is_active,
-        "feed_ids": feed_ids,
-        "user_id": str(watch.user_id) if watch.user_id is not None else "",
-        "created_at": watch.created_at,
-    }
+def watch_wire(watch: Watch, feed_ids: list[str]) -> WatchWire:
+    user_id = str(watch.user_id) if watch.user_id is not None else ""
+    return WatchWire.model_construct(**row_fields(WatchWire, watch, feed_ids=feed_ids, user_id=user_id))
 
 
-def watch_view(watch: Watch, feed_ids: list[str], actions: list[WatchAction]) -> dict[str, Any]:
-    return {**watch_wire(watch, feed_ids), "actions": [action_wire(a) for a in actions]}
+def watch_with_actions_wire(watch: Watch, feed_ids: list[str], actions: list[WatchAction]) -> WatchView:
+    return WatchView.model_construct(
+        **dict(watch_wire(watch, feed_ids)), actions=[action_wire(a) for a in actions]
+    )
 
 
-def run_wire(run: WatchActionRun) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "watch_id": run.watch_id,
-        "action_id": run.action_id,
-        "feed_item_id": run.feed_item_id,
-        "kind": run.kind,
-        "state": run.state,
-        "error": run.error,
-        "result": run.result or None,
-        "attempts": run.attempts,
-        "created_at": run.created_at,
-        "scheduled_at": run.scheduled_at,
-        "started_at": run.started_at,
-        "completed_at": run.completed_at,
-    }
+def run_wire(run: WatchActionRun) -> WatchActionRunWire:
+    return WatchActionRunWire.model_construct(
+        **row_fields(WatchActionRunWire, run, result=run.result or None)
+    )
 
 
-def delivery_wire(delivery: WatchActionDelivery) -> dict[str, Any]:
-    return {
-        "id": delivery.id,
-        "watch_id": delivery.watch_id,
-        "action_id": delivery.action_id,
-        "delivery": delivery.delivery,
-        "method": delivery.method,
-        "state": delivery.state,
-        "attempt": delivery.attempt,
-        "item_count": delivery.item_count,
-        "http_status": delivery.http_status,
-        "target_host": delivery.target_host,
-        "error": delivery.error,
-        "created_at": delivery.created_at,
-        "started_at": delivery.started_at,
-        "completed_at": delivery.completed_at,
-    }
+def delivery_wire(delivery: WatchActionDelivery) -> WatchActionDeliveryWire:
+    return WatchActionDeliveryWire.model_construct(**row_fields(WatchActionDeliveryWire, delivery))
 
 
-def delivery_view(delivery: WatchActionDelivery) -> dict[str, Any]:
-    return {**delivery_wire(delivery), "request_payload": delivery.request_payload}
+def delivery_with_payload_wire(delivery: WatchActionDelivery) -> WatchActionDeliveryView:
+    return WatchActionDeliveryView.model_construct(
+        **dict(delivery_wire(delivery)), request_payload=delivery.request_payload
+    )
+
+
+def job_wire(job: ActionBackfill) -> BackfillJob:
+    """A backfill's record."""
+    source_is_head = not job.source_action_id
+    return BackfillJob.model_construct(**row_fields(BackfillJob, job, source_is_head=source_is_head))

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.db import is_sqlite_url, make_session_factory, make_write_session_factory, transaction
-from app.feeds.poll_queue import FeedPollResult, claim_due_feeds, record_poll
+from app.feeds.poll_queue import FeedPollResult, claim_due_feeds, record_polls
 from app.feeds.poller import FeedPoller
 from app.feeds.source_service import replace_sources
 from app.feeds.specs import SourceInput
@@ -287,16 +287,19 @@ def test_a_claimed_feed_is_not_claimed_again_and_a_lost_lease_records_nothing(
     assert [c.feed_id for c in second] == [first[0].feed_id]
     with transaction(session_factory) as session:
         assert (
-            record_poll(
-                session, FeedPollResult(first[0]), at + timedelta(minutes=7), on_new_items=enqueue_first_runs
+            record_polls(
+                session,
+                [FeedPollResult(first[0])],
+                at + timedelta(minutes=7),
+                on_new_items=enqueue_first_runs,
             )
             == 0
         )
         feed = session.get(Feed, first[0].feed_id)
         assert feed is not None and feed.lease_token == second[0].lease_token
     with transaction(session_factory) as session:
-        record_poll(
-            session, FeedPollResult(second[0]), at + timedelta(minutes=7), on_new_items=enqueue_first_runs
+        record_polls(
+            session, [FeedPollResult(second[0])], at + timedelta(minutes=7), on_new_items=enqueue_first_runs
         )
         feed = session.get(Feed, first[0].feed_id)
         assert feed is not None and feed.lease_token is None and feed.last_polled_at is not None

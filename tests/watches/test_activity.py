@@ -195,3 +195,37 @@ def test_a_run_in_full_and_after_its_item_was_pruned(
     assert pruned["feed_item"] is None and pruned["run"] == run
     page = activity(client, api_user.headers, watch["actions"][0]["id"])
     assert page["feed_items"] == {} and page["items"] == [run]
+
+
+def test_a_backfill_previews_runs_and_is_listed(
+    client: TestClient, api_user: ApiUser, upstream: Upstream, poll: Poll, drain: Drain
+) -> None:
+    _, watch = filtered_watch(client, api_user, upstream, poll, drain, [f"Item {i}" for i in range(3)])
+    action_id = watch["actions"][0]["id"]
+    url = f"/v1/actions/{action_id}/backfill"
+    window = {"completed_since": "24h", "replace": True}
+    preview = client.post(url, params={"dry_run": "true"}, json=window, headers=api_user.headers)
+    assert preview.status_code == 200, preview.text
+    # The keys in the documented order, as the CLI prints them.
+    assert list(preview.json()) == [
+        "dry_run",
+        "source_action_id",
+        "source_is_head",
+        "replace",
+        "matched",
+        "present",
+        "pruned",
+        "would_delete",
+        "would_enqueue",
+    ]
+    assert preview.json()["source_is_head"] is True and preview.json()["would_enqueue"] == 3
+    done = client.post(url, json=window, headers=api_user.headers)
+    assert done.status_code == 201, done.text
+    job = done.json()
+    assert list(job)[:3] == ["id", "state", "target_action_id"] and list(job)[-1] == "completed_at"
+    assert (job["state"], job["target_action_id"], job["enqueued"]) == ("done", action_id, 3)
+    assert job["created_at"].endswith("Z") and job["occurred_since"] is None
+    listed = client.get("/v1/action-backfills", headers=api_user.headers).json()
+    assert listed == {"items": [job], "next_cursor": None}
+    one = client.get(f"/v1/action-backfills/{job['id']}", headers=api_user.headers)
+    assert one.json() == job

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
+from app.app_state import SettingsDep, app_state
 from app.config import Settings
 from app.db import SessionDep
 from app.kit.client import client_address
@@ -26,7 +27,6 @@ from app.mail.archive.archive_service import Archive, archive, archived_email
 from app.mail.archive.public_pages import WEB_VERSION_HEADERS, too_many_page
 from app.mail.campaigns.campaign_preview_service import MailContext
 from app.mail.sending.tokens import MailTokens
-from app.state import SettingsDep, app_state
 
 router = APIRouter(include_in_schema=False)
 ARCHIVE_HEADERS = {"Cache-Control": "public, max-age=300"}

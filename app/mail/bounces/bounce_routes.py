@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from sqlalchemy.orm import Session
 
+from app.app_state import SettingsDep, app_state
 from app.config import Settings
 from app.db import SessionDep
 from app.identity.dependencies import Unauthenticated
@@ -25,7 +26,6 @@ from app.mail.bounces.reports import MAX_BODY_BYTES
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import mail_tokens
 from app.mail.wire import ErrorOut, WebhookAnswer
-from app.state import SettingsDep, app_state
 
 router = APIRouter(tags=["Provider webhooks"])
 

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from app.app_state import SettingsDep, app_state
 from app.db import ReadSessionDep, SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
@@ -43,7 +44,6 @@ from app.mail.wire import (
     Page,
     TestSendOut,
 )
-from app.state import SettingsDep, app_state
 
 router = APIRouter(tags=["Campaigns"])
 

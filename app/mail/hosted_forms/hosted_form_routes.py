@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from starlette.background import BackgroundTask
 
+from app.app_state import SettingsDep, app_state
 from app.db import ReadSessionDep, SessionDep, WriteSessionDep
 from app.identity.token_lookup import forget_accounts
 from app.kit.body import BodyTooLarge, read_capped
@@ -40,7 +41,6 @@ from app.mail.hosted_forms.hosted_form_service import (
     request_signup,
 )
 from app.mail.sending.tokens import MailTokens
-from app.state import SettingsDep, app_state
 
 # Pages for people, not API operations: kept out of the email API's OpenAPI document.
 router = APIRouter(include_in_schema=False)

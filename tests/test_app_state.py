@@ -1,4 +1,4 @@
-"""The app's typed state (app/state.py): `app_state()` and `SettingsDep` read what create_app set, and a
+"""The app's typed state (app/app_state.py): `app_state()` and `SettingsDep` read what create_app set, and a
 test that replaces a piece of the state is seen by both."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
+from app.app_state import AppState, SettingsDep, app_state
 from app.config import Settings
 from app.identity.token_lookup import CachedTokenLookup
-from app.state import AppState, SettingsDep, app_state
 
 
 def test_create_app_fills_the_typed_state(app: FastAPI, settings: Settings) -> None:

@@ -1,5 +1,4 @@
-"""/api/auth bodies and answers in better-auth's JSON: camelCase keys, ids as strings (better-auth's
-numeric-id mode), timestamps as JavaScript writes them. The request models are the bodies: documented
+"""/api/auth request bodies, read as better-auth reads them. The request models are the bodies: documented
 from them and validated with them (app/authroutes/body.py words the errors as better-auth does)."""
 
 from __future__ import annotations
@@ -13,73 +12,6 @@ from pydantic_core import PydanticCustomError
 
 from app.identity.accounts import USERNAME_MAX_LENGTH, USERNAME_MIN_LENGTH
 from app.identity.passwords import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH
-from app.identity.sessions import SignedIn
-from app.kit.time import iso_millis
-from app.models import User
-
-
-class CamelModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class UserOut(CamelModel):
-    id: str
-    email: str
-    email_verified: bool
-    name: str
-    image: str | None
-    created_at: str = Field(description="ISO 8601, UTC, milliseconds")
-    updated_at: str
-    username: str | None
-    display_username: str | None
-
-
-class SessionOut(CamelModel):
-    id: str
-    token: str
-    user_id: str
-    expires_at: str
-    created_at: str
-    updated_at: str
-    ip_address: str | None
-    user_agent: str | None
-
-
-class SessionWithUser(BaseModel):
-    session: SessionOut
-    user: UserOut
-
-
-class UsernameAvailability(BaseModel):
-    available: bool
-
-
-class SignUpOut(BaseModel):
-    token: str | None
-    user: UserOut
-
-
-class SignInOut(BaseModel):
-    redirect: bool = Field(description="True when a callbackURL was given; it is also in `Location`")
-    token: str
-    url: str | SkipJsonSchema[None] = Field(
-        default=None, description="The callbackURL; absent when none was given"
-    )
-    user: UserOut
-
-
-class StatusOut(BaseModel):
-    status: bool
-
-
-class SignOutOut(BaseModel):
-    success: bool
-
-
-class AuthErrorOut(BaseModel):
-    code: str
-    message: str
-
 
 # Size caps of the profile fields (better-auth sets none; they fit the columns): name, email and
 # display username, and the image URL.
@@ -168,31 +100,3 @@ class UpdateUserBody(AuthBody):
         description="Changed only as TIDINGS_AUTH_USERNAME_CHANGE allows (`never` by default)",
     )
     display_username: Annotated[OptionalText, Field(max_length=TEXT_MAX_LENGTH), Stored] = None
-
-
-def user_out(user: User) -> UserOut:
-    return UserOut(
-        id=str(user.id),
-        email=user.email,
-        email_verified=user.email_verified,
-        name=user.name,
-        image=user.image,
-        created_at=iso_millis(user.created_at),
-        updated_at=iso_millis(user.updated_at),
-        username=user.username,
-        display_username=user.display_username,
-    )
-
-
-def session_out(signed_in: SignedIn) -> SessionOut:
-    session = signed_in.session
-    return SessionOut(
-        id=str(session.id),
-        token=signed_in.token,
-        user_id=str(session.user_id),
-        expires_at=iso_millis(session.expires_at),
-        created_at=iso_millis(session.created_at),
-        updated_at=iso_millis(session.updated_at),
-        ip_address=session.ip_address,
-        user_agent=session.user_agent,
-    )
