@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 from psycopg_pool import AsyncConnectionPool
-from sqlalchemy import DateTime, Select, Text, bindparam, cast, func, literal_column, or_, select, type_coerce
+from sqlalchemy import DateTime, Select, Text, bindparam, cast, func, literal_column, select, type_coerce
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
@@ -21,6 +21,7 @@ from app.kit.pagination import PageAnchors, PageEnvelope, PageRequest, Paging, p
 from app.kit.time import iso_naive_utc
 from app.mail.specs import ContactFilter
 from app.models import Contact, ListMembership
+from app.models.contacts import contact_search_text
 
 CONTACTS_PER_PAGE = 100
 
@@ -149,14 +150,8 @@ class ContactsSql:
             Contact.account_id == bindparam("account_id"), Contact.deleted_at.is_(None)
         )
         if shape.query:
-            pattern: Any = bindparam("pattern")
-            rows = rows.where(
-                or_(
-                    Contact.email_key.like(pattern),
-                    func.lower(Contact.first_name).like(pattern),
-                    func.lower(Contact.last_name).like(pattern),
-                )
-            )
+            # One expression, that PostgreSQL's trigram index covers (models/contacts.py).
+            rows = rows.where(contact_search_text().like(bindparam("pattern")))
         if shape.email:
             rows = rows.where(Contact.email_key == bindparam("email_key"))
         if shape.unsubscribed is not None:
