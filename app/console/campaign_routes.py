@@ -33,7 +33,7 @@ from app.mail.input import RawInput, RowId, normalize, validate
 from app.mail.list_service import account_lists
 from app.mail.sending.render import STANDARD_FIELDS, UNSUBSCRIBE_TAG
 from app.mail.specs import CampaignCreate, CampaignUpdate
-from app.mail.stats import campaign_stats
+from app.mail.stats import SendingTotals, campaign_stats
 from app.mail.wire import CampaignOut, CampaignPreviewOut, CampaignReportOut, ReportDay, ReportHour
 from app.models import Campaign, CampaignState
 
@@ -361,8 +361,8 @@ def _series(report: CampaignReportOut) -> list[dict[str, Any]]:
 @router.get(CAMPAIGNS + "/{campaign_id}/report")
 def report_page(campaign_id: RowId, me: ConsoleUser) -> Response:
     campaign = _regular(me, campaign_id)
-    report = campaign_report_service.campaign_report(me.db, campaign)
     stats = campaign_stats(me.db, [campaign])[campaign.id]
+    report = campaign_report_service.campaign_report(me.db, campaign, SendingTotals.of(stats))
     rows = _series(report)
     delivery = report.delivery
     done = delivery.sent + delivery.failed + delivery.cancelled

@@ -58,6 +58,17 @@ class SendingTotals:
             return CampaignState.SENT
         return CampaignState.QUEUED if campaign.scheduled_at is not None else CampaignState.DRAFT
 
+    @classmethod
+    def of(cls, stats: CampaignStatsOut) -> SendingTotals:
+        """The totals a campaign's stats carry: a page showing both counts the campaign's emails once."""
+        return cls(
+            stats.recipients_total,
+            stats.pending_count,
+            stats.sent_count,
+            stats.failed_count,
+            stats.cancelled_count,
+        )
+
     def wire(self, campaign: Campaign) -> SendingWire:
         return SendingWire(
             sending_state=self.state(campaign),

@@ -26,7 +26,7 @@ from sqlalchemy import ColumnElement, and_, distinct, func, literal, select, uni
 from sqlalchemy.orm import Session
 
 from app.kit.time import account_zone, local_day
-from app.mail.stats import sending_totals
+from app.mail.stats import SendingTotals, sending_totals
 from app.mail.wire import CampaignReportOut
 from app.models import Account, Campaign, Deliverable, DeliverableState, LinkClick
 
@@ -90,9 +90,13 @@ def _zero() -> dict[str, int]:
     return dict.fromkeys(KINDS, 0)
 
 
-def campaign_report(session: Session, campaign: Campaign) -> CampaignReportOut:
-    """GET /campaigns/{id}/report of a campaign the caller may read."""
-    totals = sending_totals(session, [campaign.id])[campaign.id]
+def campaign_report(
+    session: Session, campaign: Campaign, totals: SendingTotals | None = None
+) -> CampaignReportOut:
+    """GET /campaigns/{id}/report of a campaign the caller may read (`totals`: its SendingTotals, when
+    the caller counted them already)."""
+    if totals is None:
+        totals = sending_totals(session, [campaign.id])[campaign.id]
     hours: dict[datetime, dict[str, int]] = defaultdict(_zero)
     for kind, hour, count in _moments(session, campaign.id):
         hours[_as_hour(hour)][kind] += int(count)
