@@ -2,7 +2,7 @@
 one finds its candidates without reading every contact of the account (PostgreSQL only)
 
 Revision ID: 2026_11_27_contact_search
-Revises: 2026_11_27_campaign_hourly
+Revises: 2026_11_27_campaign_parts
 Create Date: 2026-11-27 01:30:00.000000
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = '2026_11_27_contact_search'
-down_revision: str | None = '2026_11_27_campaign_hourly'
+down_revision: str | None = '2026_11_27_campaign_parts'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
