@@ -12,7 +12,9 @@ What it does:
   2. Starts Tidings (one uvicorn worker), signs in through /api/auth with a browser's Origin, and times
      `--requests` sequential GETs of each: the contacts list (page 1), a page deep in it (page 500), a
      search by name, the CSV export of a search, and the campaign report page.
-  3. Prints one JSON line (p50 and p95 in ms of each) on stdout; progress goes to stderr.
+  3. Prints one JSON line (p50 and p95 in ms of each, and the machine's one-minute load average before
+     and after the timed requests: figures on a shared machine mean little without it) on stdout;
+     progress goes to stderr.
 
 The campaign report is of a campaign sent to every contact (its deliverables inserted in SQL: sent over
 the first 30 hours, a third opened, one in twenty clicked, a few bounced or unsubscribed). Needs a
@@ -159,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             signed.raise_for_status()
             figures: dict[str, dict[str, float]] = {}
+            load_before = os.getloadavg()[0]
             for name, pattern in PAGES.items():
                 path = pattern.format(campaign_id=campaign_id)
                 assert client.get(path).status_code == 200, path  # warm up, and check it is the page
@@ -172,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
                     "p95_ms": round(percentile(times, 0.95), 1),
                 }
                 say(f"{name}: {figures[name]}")
-    print(json.dumps({"contacts": args.contacts, "requests": args.requests, **figures}))
+            load_after = os.getloadavg()[0]
+    load = {"load_before": round(load_before, 2), "load_after": round(load_after, 2)}
+    print(json.dumps({"contacts": args.contacts, "requests": args.requests, **load, **figures}))
     return 0
 
 
