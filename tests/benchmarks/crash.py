@@ -18,9 +18,10 @@ What it does:
      worker died first. A worker records outcomes in groups (app/mail/sending/recorder.py: GROUP_SIZE
      outcomes or FLUSH_INTERVAL, whichever comes first, one writer per process), so what it can hold
      accepted and unrecorded is the emails on the wire (TIDINGS_SEND_CONCURRENCY connections), the
-     group filling and the group being written: concurrency + 2 x max(GROUP_SIZE, rate x FLUSH_INTERVAL),
-     with the rate the killed worker sent at. The target is at most 50 a kill; the old bound (before
-     outcomes were recorded promptly, a whole batch per lane) is printed beside it.
+     group filling and the group being written: concurrency + 2 x GROUP_SIZE (a full group stops the
+     senders until the writer takes it, whatever the rate and FLUSH_INTERVAL). The target is at most
+     50 a kill; the old bound (before outcomes were recorded promptly, a whole batch per lane) is
+     printed beside it.
 
 The sink is smtp-sink with its dump read through a FIFO (send_rig.py): its `X-Rcpt-Args` lines give
 per-recipient counts of what the server acknowledged (after the final "."), which is the question a
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                         "sending_rows": sending,
                         "seconds": round(killed_at - started, 2),
                         "rate_per_s": round(rate),
-                        "bound": concurrency + 2 * max(GROUP_SIZE, math.ceil(rate * FLUSH_INTERVAL)),
+                        "bound": concurrency + 2 * GROUP_SIZE,
                     }
                 )
                 say(f"kill -9 worker {worker.pid} at {sent:,}/{n:,} sent; it left {sending} rows sending")

@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import cast
 
 import dkim
@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa, utils
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from dkim.canonicalization import correct_empty_body, strip_trailing_lines
-from sqlalchemy import select
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from app.mail.sending.smtp import WireMessage
@@ -264,6 +264,12 @@ def load_private_key(box: KeyBox, sealed: str) -> PrivateKey:
     return private
 
 
+@cache
+def _signing_keys() -> Select[int, str, str]:
+    """Every key, oldest first: read once a batch, so built once (building it cost more than running it)."""
+    return select(DkimKey.id, DkimKey.domain, DkimKey.algorithm).order_by(DkimKey.created_at, DkimKey.id)
+
+
 class DkimSigner:
     """The keys of every sending domain, for a send worker: `refresh` once a batch (one small query;
     a key is decrypted and parsed the first time it is seen), `sign` for each email."""
@@ -283,9 +289,7 @@ class DkimSigner:
         return KeyBox(self._secret_key)
 
     def refresh(self, session: Session) -> None:
-        rows = session.execute(
-            select(DkimKey.id, DkimKey.domain, DkimKey.algorithm).order_by(DkimKey.created_at, DkimKey.id)
-        ).all()
+        rows = session.execute(_signing_keys()).all()
         signing: dict[tuple[str, str], int] = {}
         for key_id, domain, algorithm in rows:
             # The oldest key of each algorithm signs for its domain; a newer one waits (rotation).

@@ -3,7 +3,8 @@
 A campaign is compiled once per worker (`compile_campaign`): its html is cut into literal pieces, merge
 tags and links, and its plain-text twin is made once from the html; each part becomes a `Template`, its
 literal text around the holes to fill. Each recipient then costs one join per part, one HMAC per link,
-and two base64 encodings; that is what lets one worker send thousands of emails a second.
+and the parts' encodings (base64, and quoted-printable for a mostly ASCII text part); that is what lets
+one worker send thousands of emails a second.
 
 Merge tags (what authors of campaigns can rely on):
 - `{{ first_name }}`, `{{ last_name }}`, `{{ email }}` and any custom contact field by name
@@ -25,8 +26,8 @@ from __future__ import annotations
 
 import binascii
 import html
+import random
 import re
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from html.parser import HTMLParser
 from typing import Literal
 from urllib.parse import quote, urlsplit
 
-from app.mail.sending.smtp import DOT_AT_LINE_START, LINE_ENDINGS, WireMessage
+from app.mail.sending.smtp import LINE_ENDINGS, WireMessage
 from app.mail.sending.tokens import MailTokens
 from app.models import Campaign
 
@@ -73,6 +74,16 @@ UNSAFE_SCHEMES = ("javascript:", "vbscript:", "data:")
 CRLF = "\r\n"
 CRLF_BYTES = b"\r\n"
 BASE64_LINE = 76
+# Quoted-printable: the longest line, and each byte's class for _text_part: 1 for a byte written as a code
+# (not printable ASCII, or "="), 0 for space and tab (written as codes at the end of a line), else
+# itself.
+QP_LINE = 76
+QP_MARKS = bytes(
+    0 if byte in b" \t" else byte if byte == 0x0A or (0x20 < byte < 0x7F and byte != ord("=")) else 1
+    for byte in range(256)
+)
+# The slices that cut a long plain line into 75 characters a soft break, made once (lines up to 75 KB).
+QP_CHUNKS = [slice(start, start + QP_LINE - 1) for start in range(0, 75_000, QP_LINE - 1)]
 # The slices that cut base64 into lines, made once (enough for a 300 KB part; longer ones slice as they go).
 BASE64_LINES = [slice(start, start + BASE64_LINE) for start in range(0, 400_000, BASE64_LINE)]
 WHITESPACE = re.compile(r"\s+")
@@ -422,7 +433,9 @@ def multipart_alternative(headers: list[str], text_body: str, html_body: str) ->
     folding and start no line with "."; the parts are encoded so, and the boundaries are ours (starting
     with "=_", which quoted-printable never writes)."""
     text_encoding, text_part = _text_part(text_body)
-    boundary = ("=_" + secrets.token_hex(12)).encode("ascii")
+    # "=_" keeps the boundary out of either part; the rest only tells it from others' boundaries, so it
+    # needs no secret randomness (os.urandom was a system call an email, 1 to 6 us).
+    boundary = b"=_%024x" % random.getrandbits(96)
     message = CRLF_BYTES.join(
         [
             *(header.encode("utf-8") for header in headers),
@@ -453,19 +466,40 @@ def _wire_safe(header: str) -> bool:
 def _text_part(text: str) -> tuple[bytes, bytes]:
     """The plain-text part's encoding and content. Mostly ASCII (UTF-8 adds under an eighth to its
     size): quoted-printable, readable as it is, which spam filters expect of plain text (rspamd scores
-    base64 text); otherwise base64, shorter for other scripts. binascii's encoder (C) takes about three
-    times base64's time, some 12 us more on a 2 KB text (docs/performance.md)."""
+    base64 text); otherwise base64, shorter for other scripts."""
     data = text.encode("utf-8")
     if (len(data) - len(text)) * 8 > len(data):
         return b"base64", _base64_bytes(data)
-    encoded = binascii.b2a_qp(data, istext=True)
-    # CRLF line endings, and no line starting with "." (the content is not dot-stuffed: WireMessage).
-    encoded = (
-        LINE_ENDINGS.sub(CRLF_BYTES, encoded) if b"\r" in encoded else encoded.replace(b"\n", CRLF_BYTES)
-    )
-    if encoded.startswith(b".") or b"\n." in encoded:
-        encoded = DOT_AT_LINE_START.sub(b"=2E", encoded)
-    return b"quoted-printable", encoded
+    marked = data.translate(QP_MARKS)
+    if b"\x01" in marked or b"\x00\n" in marked or marked.endswith(b"\x00"):
+        encoded = binascii.b2a_qp(data, istext=True)
+        encoded = (
+            LINE_ENDINGS.sub(CRLF_BYTES, encoded) if b"\r" in encoded else encoded.replace(b"\n", CRLF_BYTES)
+        )
+    else:
+        encoded = CRLF_BYTES.join(
+            [line if len(line) <= QP_LINE else _soft_breaks(line) for line in data.split(b"\n")]
+        )
+    # No line starting with "." (the content is not dot-stuffed: WireMessage).
+    if encoded.startswith(b"."):
+        encoded = b"=2E" + encoded[1:]
+    return b"quoted-printable", encoded.replace(b"\n.", b"\n=2E")
+
+
+def _soft_breaks(line: bytes) -> bytes:
+    """A long line of plain printable ASCII cut as binascii.b2a_qp cuts it: a soft break ("=" and a line
+    ending) before each 75th character that has at least two more after it. binascii's encoder (C)
+    looks at every byte twice, and takes three times base64's time (about 20 us a 3 KB text part,
+    most of it lines it leaves as they are): the text part is written by binascii only when it holds
+    a byte quoted-printable writes as a code, or whitespace ending a line (which it encodes);
+    otherwise its lines are kept and the long ones cut here, the same bytes
+    (tests/mail/sending/test_quoted_printable.py)."""
+    breaks = (len(line) - 2) // (QP_LINE - 1)
+    if breaks > len(QP_CHUNKS):
+        return binascii.b2a_qp(line, istext=True).replace(b"\n", CRLF_BYTES)
+    chunks = list(map(line.__getitem__, QP_CHUNKS[:breaks]))
+    chunks.append(line[breaks * (QP_LINE - 1) :])
+    return b"=\r\n".join(chunks)
 
 
 def _base64(text: str) -> bytes:

@@ -274,6 +274,8 @@ class SendWorker:
             ).all()
         }
         stale = [cid for cid, stamp in stamps.items() if self._compiled.get(cid, (None,))[0] != stamp]
+        if not stale:
+            return  # nearly every batch: its campaigns were compiled for an earlier one
         list_ids = first_lists(session, stale)
         for campaign in session.scalars(select(Campaign).where(Campaign.id.in_(stale))):
             headers = campaign_headers(
