@@ -63,7 +63,7 @@ from app.models.base import UTCDateTime
 if TYPE_CHECKING:
     from app.config import Settings
 
-# A fan-out of at least this many rows is followed by ANALYZE on PostgreSQL (see fan_out_due_campaigns).
+# A fan-out of at least this many rows is followed by ANALYZE on PostgreSQL (see fan_out_due).
 ANALYZE_AFTER_FAN_OUT = 5000
 # Retries of an SMTP 4xx: 1, 2, 4 ... minutes, capped at an hour; given up after this many attempts.
 MAX_ATTEMPTS = 8
@@ -171,11 +171,6 @@ QUEUED_COLUMNS = [
 ]
 
 
-def fan_out_due_campaigns(session: Session, now: datetime, limit: int = 10) -> list[int]:
-    """`fan_out_due`'s campaign ids."""
-    return list(fan_out_due(session, now, limit))
-
-
 def fan_out_due(session: Session, now: datetime, limit: int = 10) -> dict[int, int]:
     """Turn campaigns whose scheduled_at has come into queued deliverables; returns how many emails
     each campaign queued, by id, in the order they were taken.
@@ -272,7 +267,7 @@ def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
     if paused:
         due.append(~among(session, Deliverable.campaign_id, paused, Integer()))
     # The rows to take, locked, on their own: a single-table query down the queue's partial index in
-    # its order, which stops after `size` rows (fan_out_due_campaigns keeps the planner's idea of the
+    # its order, which stops after `size` rows (fan_out_due keeps the planner's idea of the
     # queue's size current). Joined to contacts and campaigns in the same query, the planner could
     # start from the campaign and sort every queued row of it on each claim.
     head = (

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.kit.time import utcnow
 from app.mail.sending import queue
-from app.mail.sending.queue import fan_out_due_campaigns, release_expired_leases
+from app.mail.sending.queue import fan_out_due, release_expired_leases
 from app.mail.sending.worker import SendWorker
 from app.models import Automation, Campaign, Deliverable
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
@@ -166,7 +166,7 @@ def test_a_large_fan_out_refreshes_the_planners_statistics(
     with sender.worker.session_factory() as session:
         bind = session.connection()
         event.listen(bind, "before_cursor_execute", lambda *args: seen.append(args[2]))
-        assert fan_out_due_campaigns(session, utcnow()) == [campaign_id]
+        assert list(fan_out_due(session, utcnow())) == [campaign_id]
         session.rollback()
     analyzed = any(statement.startswith("ANALYZE deliverables") for statement in seen)
     assert analyzed == (bind.dialect.name == "postgresql")
