@@ -26,16 +26,9 @@ ITEM_COLUMNS = (
 
 
 def _item_wire(row: Any) -> FeedItemWire:
-    # Built without validation: `data` is what the outside feed wrote, kept and written as it is.
-    item_id, kind, external_id, occurred_at, label, data = row
-    return FeedItemWire.model_construct(
-        id=item_id,
-        source_kind=kind,
-        external_id=external_id,
-        occurred_at=occurred_at,
-        source_label=label,
-        data=data,
-    )
+    # ITEM_COLUMNS are the model's fields in its order. Built without validation: `data` is what the
+    # outside feed wrote, kept and written as it is.
+    return FeedItemWire.model_construct(**dict(zip(FeedItemWire.model_fields, row, strict=True)))
 
 
 def item_data(item: FeedItemWire) -> JsonObject:

@@ -61,13 +61,8 @@ class SendingTotals:
     @classmethod
     def of(cls, stats: CampaignStatsOut) -> SendingTotals:
         """The totals a campaign's stats carry: a page showing both counts the campaign's emails once."""
-        return cls(
-            stats.recipients_total,
-            stats.pending_count,
-            stats.sent_count,
-            stats.failed_count,
-            stats.cancelled_count,
-        )
+        fields = ("recipients_total", "pending_count", "sent_count", "failed_count", "cancelled_count")
+        return cls(*(getattr(stats, field) for field in fields))
 
     def wire(self, campaign: Campaign) -> SendingWire:
         return SendingWire(
