@@ -44,6 +44,7 @@ from app.kit.pagination import PageAnchors
 from app.kit.ratelimit import RateLimiter
 from app.logs import RequestIds
 from app.mail.bounces.providers.ses import SnsClient
+from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.campaigns.campaign_preview_service import TEST_SENDS_PER_HOUR
 from app.mail.dns_records import system_txt_resolver
 from app.mail.hosted_forms.hosted_form_service import FormLimits
@@ -209,7 +210,7 @@ def set_state(app: FastAPI, settings: Settings, databases: Databases) -> None:
     state.sign_in_throttle = SignInThrottle(settings.redis_url)
     state.sns_client = SnsClient(allow_private=settings.outbound_allow_private)
     state.dkim_signer = DkimSigner(settings.resolved_secret_key, settings.dkim_unsigned_headers.split(","))
-    state.newsletters = MailNewsletters()
+    state.newsletters = MailNewsletters(SigningPolicy.from_settings(settings))
     state.engines = None
     state.txt_resolver = system_txt_resolver
     app.state = state

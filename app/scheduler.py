@@ -27,6 +27,7 @@ from app.db import UNREACHABLE, note_unreachable
 from app.feeds.jobs import FeedJobs
 from app.identity.jobs import IdentityJobs
 from app.kit.jobs import Job, JobSet
+from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.events.delivery import EventDelivery
 from app.mail.jobs import MailJobs
 from app.mail.newsletter_service import MailNewsletters
@@ -91,7 +92,9 @@ class Scheduler:
                 log.info("bounces are read from the IMAP mailbox %s", bounces.mailbox.describe())
             self._domains = Domains(
                 feeds=FeedJobs(settings, factory, on_new_items=enqueue_first_runs),
-                watches=WatchJobs(settings, factory, newsletters=MailNewsletters()),
+                watches=WatchJobs(
+                    settings, factory, newsletters=MailNewsletters(SigningPolicy.from_settings(settings))
+                ),
                 identity=IdentityJobs(factory),
                 bounces=bounces,
                 events=EventDelivery(settings, factory),

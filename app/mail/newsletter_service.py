@@ -6,14 +6,17 @@ fan-out, suppression, tracking and stats, and `GET /campaigns/{id}` shows it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.identity.principal import Principal, principal_of
-from app.kit.errors import Forbidden
+from app.kit.errors import Forbidden, ValidationFailed
 from app.kit.newsletters import Newsletter, NewsletterRefused, Published
 from app.mail.campaigns import campaign_service
+from app.mail.campaigns.campaign_check import SigningPolicy, refuse_serious_findings
 from app.mail.campaigns.campaign_rules import MAX_SHORT
 from app.mail.common import live_list_ids_among
 from app.mail.specs import CampaignCreate
@@ -22,8 +25,12 @@ from app.models import PAID_PLANS, Account, Campaign, User
 PLAN_REFUSAL = "The email action needs a paid plan (lifetime or empire), as the email API does."
 
 
+@dataclass(frozen=True)
 class MailNewsletters:
-    """The `NewsletterDesk` the app and the scheduler hand to the watch domain."""
+    """The `NewsletterDesk` the app and the scheduler hand to the watch domain. `signing` is the
+    operator's signing policy, for the check before send that a campaign sent by hand passes too."""
+
+    signing: SigningPolicy = field(default_factory=SigningPolicy)
 
     def problems(self, session: Session, account_id: int, list_ids: list[int]) -> dict[str, list[str]]:
         account = session.get(Account, account_id)
@@ -66,9 +73,12 @@ class MailNewsletters:
         if newsletter.mode == "draft":
             return Published(campaign.id, False)
         try:
+            refuse_serious_findings(session, principal.account.id, campaign, self.signing)
             campaign_service.send_campaign(session, principal, campaign)
-        except Forbidden:
-            # Warming up: the campaign stays a draft a person can send once sending opens.
+        except (Forbidden, ValidationFailed):
+            # Warming up, or a serious finding of the check before send (an unsigned From domain under
+            # production, a link no reader can open): the campaign stays a draft, where a person sees
+            # why (GET /campaigns/{id}/check, the console) and sends it once it is fixed.
             return Published(campaign.id, False)
         return Published(campaign.id, True)
 

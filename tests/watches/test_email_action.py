@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
 from app.kit.newsletters import Newsletter
+from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.newsletter_service import MailNewsletters
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import SmtpTransport
@@ -310,15 +311,12 @@ def test_a_plan_downgraded_later_errors_the_run_and_makes_no_campaign(
     assert campaigns(db) == []
 
 
-def test_the_same_runs_make_one_campaign_however_often_they_are_published(
-    db: Session, api_user: ApiUser
-) -> None:
-    """A worker that died after making the campaign and before recording its runs retries them: the key
-    finds the campaign it made, so the lists are not emailed twice."""
+def newsletter_to_a_list(db: Session, api_user: ApiUser, key: str = "k" * 64) -> Newsletter:
+    """A newsletter to send to a new list of the account, as the email action hands it to the desk."""
     listed = ContactList(account_id=api_user.account_id, user_id=api_user.user_id, name="L")
     db.add(listed)
     db.flush()
-    letter = Newsletter(
+    return Newsletter(
         account_id=api_user.account_id,
         list_ids=[listed.id],
         title="T",
@@ -327,8 +325,16 @@ def test_the_same_runs_make_one_campaign_however_often_they_are_published(
         from_name=None,
         from_email=None,
         mode="send",
-        key="k" * 64,
+        key=key,
     )
+
+
+def test_the_same_runs_make_one_campaign_however_often_they_are_published(
+    db: Session, api_user: ApiUser
+) -> None:
+    """A worker that died after making the campaign and before recording its runs retries them: the key
+    finds the campaign it made, so the lists are not emailed twice."""
+    letter = newsletter_to_a_list(db, api_user)
     desk = MailNewsletters()
     first = desk.publish(db, letter)
     again = desk.publish(db, letter)
@@ -337,3 +343,17 @@ def test_the_same_runs_make_one_campaign_however_often_they_are_published(
     made = db.get_one(Campaign, first.campaign_id)
     # The account's user is the sender when the action names none.
     assert made.from_email == api_user.email and made.from_name == "Test User"
+
+
+def test_a_serious_finding_of_the_check_before_send_leaves_the_newsletter_a_draft(
+    db: Session, api_user: ApiUser
+) -> None:
+    """The check a campaign sent by hand passes holds for a watch's too: under production, a From domain
+    with no DKIM key is refused, so the campaign is made and left a draft where a person sees why."""
+    letter = newsletter_to_a_list(db, api_user)
+    published = MailNewsletters(SigningPolicy(refuse_unsigned=True)).publish(db, letter)
+    made = db.get_one(Campaign, published.campaign_id)
+    assert not published.scheduled and made.scheduled_at is None
+    # Without the refusal (not production) the same newsletter goes out.
+    other = newsletter_to_a_list(db, api_user, key="o" * 64)
+    assert MailNewsletters(SigningPolicy()).publish(db, other).scheduled
