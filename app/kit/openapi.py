@@ -16,6 +16,11 @@ FORM = "application/x-www-form-urlencoded"
 REF_TEMPLATE = "#/components/schemas/{model}"
 REF_PREFIX = "#/components/schemas/"
 
+# The mark of an operation, schema or field that the interface's own document (SendFox's API, openmagpie)
+# does not have: `openapi_extra=EXTENSION` on a route, `json_schema_extra=EXTENSION` on a model or field,
+# `**EXTENSION` inside a fragment written by hand. Clients that know only the original ignore it.
+EXTENSION: dict[str, Any] = {"x-tidings-extension": True}
+
 # Every model a route names as its body, by the schema name its $ref uses.
 _BODY_MODELS: dict[str, type[BaseModel]] = {}
 

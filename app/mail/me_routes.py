@@ -3,20 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from app.db import SessionDep
 from app.identity.dependencies import MailUser, PaidMailUser
-from app.kit.openapi import FORM, JSON, request_body
+from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.mail import me_service
 from app.mail.input import MailInput, validate
 from app.mail.specs import AccountPreferences
 from app.mail.wire import ErrorOut, UserOut
 
 router = APIRouter(tags=["User"])
-EXTENSION: dict[str, Any] = {"x-tidings-extension": True}
 
 
 @router.get("/me", response_model=UserOut, summary="The authenticated user")

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from app.kit.openapi import query_parameter, query_parameters
+from app.kit.openapi import EXTENSION, query_parameter, query_parameters
 from app.mail.campaigns.campaign_rules import (
     FromEmail,
     Html,
@@ -128,7 +128,7 @@ class AccountPreferences(BaseModel):
         bool | None,
         Field(
             description="Beyond SendFox: false: no email of the account carries the open pixel.",
-            json_schema_extra={"x-tidings-extension": True},
+            json_schema_extra=EXTENSION,
         ),
     ] = None
     public_archive: Annotated[
@@ -136,7 +136,7 @@ class AccountPreferences(BaseModel):
         Field(
             description="Beyond SendFox: true: the account's sent campaigns that opted in "
             "(`public_archive`) are public pages and an Atom feed under /archive/{user id}.",
-            json_schema_extra={"x-tidings-extension": True},
+            json_schema_extra=EXTENSION,
         ),
     ] = None
 

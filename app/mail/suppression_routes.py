@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
-from app.kit.openapi import FORM, JSON, request_body
+from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.mail import suppression_service
 from app.mail.input import MailInput, PagingDep, validate
 from app.mail.specs import SuppressionCreate
 from app.mail.wire import ErrorOut, MessageOut, Page, SuppressionOut, SuppressionsAddedOut
 
 # Marked in the OpenAPI document as an extension: SendFox's API has no suppression list.
-EXTENSION: dict[str, Any] = {"x-tidings-extension": True}
 BEYOND = "Beyond SendFox: "
 
 router = APIRouter(tags=["Suppressions"])

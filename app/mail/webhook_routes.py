@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path
 
 from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
-from app.kit.openapi import FORM, JSON, request_body
+from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.mail import webhook_service
 from app.mail.input import MailInput, PagingDep, validate
 from app.mail.specs import WebhookCreate, WebhookRotate
@@ -25,7 +25,6 @@ from app.mail.wire import (
 
 router = APIRouter(tags=["Webhooks"])
 
-BEYOND_SENDFOX = {"x-tidings-extension": True}
 WebhookId = Annotated[str, Path(min_length=1, max_length=64)]
 
 
@@ -33,7 +32,7 @@ WebhookId = Annotated[str, Path(min_length=1, max_length=64)]
     "/webhooks",
     response_model=Page[WebhookOut],
     summary="List webhooks (beyond SendFox)",
-    openapi_extra=BEYOND_SENDFOX,
+    openapi_extra=EXTENSION,
 )
 def get_webhooks(paging: PagingDep, session: SessionDep, principal: PaidMailUser) -> Page[WebhookOut]:
     return webhook_service.webhooks_page(session, paging, principal.account.id)
@@ -45,7 +44,7 @@ def get_webhooks(paging: PagingDep, session: SessionDep, principal: PaidMailUser
     status_code=201,
     summary="Create a webhook (beyond SendFox)",
     responses={422: {"model": ErrorOut}},
-    openapi_extra={**BEYOND_SENDFOX, **request_body(WebhookCreate, media_types=(JSON, FORM))},
+    openapi_extra={**EXTENSION, **request_body(WebhookCreate, media_types=(JSON, FORM))},
 )
 def create_webhook(session: SessionDep, principal: PaidMailUser, raw: MailInput) -> WebhookCreatedOut:
     body = validate(WebhookCreate, raw, status=422)
@@ -57,7 +56,7 @@ def create_webhook(session: SessionDep, principal: PaidMailUser, raw: MailInput)
     response_model=WebhookOut,
     summary="Get a webhook (beyond SendFox)",
     responses={404: {"model": ErrorOut}},
-    openapi_extra=BEYOND_SENDFOX,
+    openapi_extra=EXTENSION,
 )
 def get_webhook(webhook_id: WebhookId, session: SessionDep, principal: PaidMailUser) -> WebhookOut:
     return webhook_service.webhook_wire(
@@ -70,7 +69,7 @@ def get_webhook(webhook_id: WebhookId, session: SessionDep, principal: PaidMailU
     response_model=MessageOut,
     summary="Delete a webhook (beyond SendFox)",
     responses={404: {"model": ErrorOut}},
-    openapi_extra=BEYOND_SENDFOX,
+    openapi_extra=EXTENSION,
 )
 def delete_webhook(webhook_id: WebhookId, session: SessionDep, principal: PaidMailUser) -> MessageOut:
     webhook_service.delete_webhook(
@@ -84,7 +83,7 @@ def delete_webhook(webhook_id: WebhookId, session: SessionDep, principal: PaidMa
     response_model=WebhookSecretOut,
     summary="Rotate a webhook's signing secret (beyond SendFox)",
     responses={404: {"model": ErrorOut}, 422: {"model": ErrorOut}},
-    openapi_extra={**BEYOND_SENDFOX, **request_body(WebhookRotate, media_types=(JSON, FORM), required=False)},
+    openapi_extra={**EXTENSION, **request_body(WebhookRotate, media_types=(JSON, FORM), required=False)},
 )
 def rotate_webhook_secret(
     webhook_id: WebhookId, session: SessionDep, principal: PaidMailUser, raw: MailInput
@@ -99,7 +98,7 @@ def rotate_webhook_secret(
     response_model=Page[WebhookAttemptOut],
     summary="A webhook's delivery log (beyond SendFox)",
     responses={404: {"model": ErrorOut}},
-    openapi_extra=BEYOND_SENDFOX,
+    openapi_extra=EXTENSION,
 )
 def get_webhook_deliveries(
     webhook_id: WebhookId, paging: PagingDep, session: SessionDep, principal: PaidMailUser

@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.kit.openapi import EXTENSION
 from app.kit.v1_input import MAX_INTEGER
 from app.kit.windows import MAX_TEXT
 from app.models import ActionKind
@@ -224,7 +225,7 @@ class EmailConfig(_Cadence):
     becomes a campaign of the email API, sent to lists of the same account or left as a draft. Only
     items that passed the chain's earlier actions get here. Accounts on the free plan cannot use it."""
 
-    model_config = ConfigDict(extra="ignore", json_schema_extra={"x-tidings-extension": True})
+    model_config = ConfigDict(extra="ignore", json_schema_extra=EXTENSION)
 
     list_ids: Annotated[
         list[Annotated[int, Field(ge=1, le=MAX_INTEGER)]],

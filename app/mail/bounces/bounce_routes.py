@@ -20,6 +20,7 @@ from app.db import SessionDep
 from app.identity.dependencies import Unauthenticated
 from app.kit.body import read_capped
 from app.kit.errors import NotFound
+from app.kit.openapi import EXTENSION
 from app.kit.time import utcnow
 from app.mail.bounces.providers import Events, apply_events, mailgun, postmark, sendgrid, ses
 from app.mail.bounces.reports import MAX_BODY_BYTES
@@ -116,7 +117,7 @@ def _openapi(body: str) -> dict[str, Any]:
     the mark of a route SendFox does not have."""
     return {
         "security": [],
-        "x-tidings-extension": True,
+        **EXTENSION,
         "requestBody": {
             "required": True,
             "description": body,

@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from app.app_state import SettingsDep, app_state
 from app.db import ReadSessionDep, SessionDep
 from app.identity.dependencies import PaidMailUser
-from app.kit.openapi import FORM, JSON, request_body
+from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.kit.time import utcnow
 from app.mail.campaigns import (
     campaign_check,
@@ -47,8 +47,6 @@ from app.mail.wire import (
 
 router = APIRouter(tags=["Campaigns"])
 
-# The routes SendFox's API does not have are marked so in the OpenAPI document.
-EXTENSION: dict[str, Any] = {"x-tidings-extension": True}
 CONTROL_ERRORS: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}, 409: {"model": ErrorOut}}
 
 

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.identity.principal import AccountInfo
 from app.kit.errors import Forbidden, ValidationFailed
+from app.kit.openapi import EXTENSION
 from app.kit.time import iso, utcnow
 from app.mail.input import EmailStr
 from app.models import Campaign, CampaignList, ContactList
@@ -21,7 +22,6 @@ MAX_HTML = 1_000_000
 MAX_SHORT = 191
 MAX_PREHEADER = 255
 # What a request body's field beyond SendFox's API carries in the OpenAPI document.
-BEYOND_SENDFOX: dict[str, Any] = {"x-tidings-extension": True}
 
 
 def _no_reply_prefix(value: str | None) -> str | None:
@@ -58,7 +58,7 @@ TextPart = Annotated[
     Field(
         description="Beyond SendFox: the plain-text part as written (merge tags filled, its URLs tracked); "
         "null or blank: made from the html at each send.",
-        json_schema_extra=BEYOND_SENDFOX,
+        json_schema_extra=EXTENSION,
     ),
 ]
 Preheader = Annotated[
@@ -67,7 +67,7 @@ Preheader = Annotated[
     Field(
         description="Beyond SendFox: the preview text inboxes show after the subject, hidden in the "
         "opened email (merge tags allowed).",
-        json_schema_extra=BEYOND_SENDFOX,
+        json_schema_extra=EXTENSION,
     ),
 ]
 ReplyTo = Annotated[
@@ -75,7 +75,7 @@ ReplyTo = Annotated[
     BeforeValidator(_blank_is_none),
     Field(
         description="Beyond SendFox: the address replies go to (a Reply-To header); null: the from address.",
-        json_schema_extra=BEYOND_SENDFOX,
+        json_schema_extra=EXTENSION,
     ),
 ]
 PublicArchive = Annotated[
@@ -83,7 +83,7 @@ PublicArchive = Annotated[
     Field(
         description="Beyond SendFox: list it, once sent, in the account's public archive (when the "
         "account has one: `public_archive` of PATCH /me); default false.",
-        json_schema_extra=BEYOND_SENDFOX,
+        json_schema_extra=EXTENSION,
     ),
 ]
 TrackOpens = Annotated[
@@ -91,7 +91,7 @@ TrackOpens = Annotated[
     Field(
         description="Beyond SendFox: whether its emails carry the open pixel (default true; the "
         "account's own `track_opens`, PATCH /me, turns it off for all its emails).",
-        json_schema_extra=BEYOND_SENDFOX,
+        json_schema_extra=EXTENSION,
     ),
 ]
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from app.kit.openapi import EXTENSION
 from app.mail.events.types import EventType
 
 
@@ -126,7 +127,7 @@ def events_openapi(schemas: dict[str, Any]) -> dict[str, Any]:
             "post": {
                 "summary": f"{event_type} (beyond SendFox)",
                 "description": f"{when} Sent to each account webhook that asked for it. {SIGNATURE}",
-                "x-tidings-extension": True,
+                **EXTENSION,
                 "parameters": [
                     {
                         "name": name,
