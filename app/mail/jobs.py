@@ -11,7 +11,7 @@ import logging
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
-from app.kit.jobs import Job, JobSet
+from app.kit.jobs import Job, JobSet, Lanes
 from app.mail.sending.dkim import DkimSigner
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import describe_transport, make_transport
@@ -46,16 +46,16 @@ class MailJobs(JobSet):
             MailTokens(settings.resolved_secret_key),
             dkim=DkimSigner(settings.resolved_secret_key, settings.dkim_unsigned_headers.split(",")),
         )
+        self.lanes: Lanes | None = None  # made with the jobs
 
     def jobs(self) -> list[Job]:
         sweep = min(LEASE_SWEEP_SECONDS, max(1.0, self.settings.send_lease_seconds / 2))
+        # While the queue is empty only the first lane claims (see kit.jobs.Lanes).
+        self.lanes = Lanes("send lane", self.settings.send_lanes, SEND_LANE_SECONDS, self.worker.run_once)
         return [
             Job("campaign fan-out", FAN_OUT_SECONDS, self.fan_out),
             Job("send lease sweep", sweep, self.release_leases),
-            *[
-                Job(f"send lane {n}", SEND_LANE_SECONDS, self.worker.run_once, finishes_on_stop=True)
-                for n in range(max(1, self.settings.send_lanes))
-            ],
+            *self.lanes.jobs(finishes_on_stop=True),
         ]
 
     async def fan_out(self) -> int:
@@ -72,6 +72,8 @@ class MailJobs(JobSet):
 
     def stopping(self) -> None:
         self.worker.stopping = True
+        if self.lanes is not None:
+            self.lanes.wake()  # the sleeping lanes' round returns at once: the worker is stopping
 
     async def aclose(self) -> None:
         await self.transport.close()

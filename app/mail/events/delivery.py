@@ -1,7 +1,8 @@
 """The background job that sends the outbox: claim a batch, sign each event (Standard Webhooks:
 `webhook-id`, `webhook-timestamp`, `webhook-signature`, HMAC-SHA256 by the `standardwebhooks`
 library), send them all at once through the SSRF-safe client, record the attempts. Two lanes, so one
-claims or records while the other waits on receivers."""
+claims or records while the other waits on receivers; while the outbox is empty only the first polls it
+(`kit.jobs.Lanes`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from standardwebhooks import Webhook
 
 from app import db
 from app.config import Settings
-from app.kit.jobs import Job, JobSet
+from app.kit.jobs import Job, JobSet, Lanes
 from app.kit.safe_http import SafeHttp
 from app.kit.time import utcnow
 from app.kit.webhook_call import call_webhook
@@ -22,6 +23,8 @@ from app.mail.events.campaign_finish import finish_campaigns
 from app.mail.events.queue import Attempted, ClaimedEvent, claim_events, record_attempts, take_back_stale
 
 DELIVERY_LANES = 2
+# How often the first lane looks at an empty outbox: an event waits at most this long for its first call.
+DELIVERY_POLL_SECONDS = 0.5
 
 
 @functools.lru_cache(maxsize=256)
@@ -62,7 +65,7 @@ class EventDelivery(JobSet):
 
     def jobs(self) -> list[Job]:
         return [
-            *[Job(f"event delivery lane {n}", 0.5, self.run_once) for n in range(DELIVERY_LANES)],
+            *Lanes("event delivery lane", DELIVERY_LANES, DELIVERY_POLL_SECONDS, self.run_once).jobs(),
             Job("campaign finish", 2.0, self.finish),
             Job("stale event sweep", 15.0, self.sweep),
         ]

@@ -154,14 +154,56 @@ class SigningKey:
         return self.private.sign(digest)
 
 
+# Bytes a header name may hold (dkimpy's `[\x21-\x7e]+?:`): deleting them leaves nothing of a good name.
+_NAME_BYTES = bytes(range(0x21, 0x7F))
+
+
+def parse_header_block(block: bytes) -> list[list[bytes]]:
+    """The headers of `block` (a message's header lines through the empty line that ends them) as
+    dkimpy's rfc822_parse returns them: [name, value with its line end] pairs, continuation lines added
+    to the header they continue. A rendered email's block, CRLF throughout and every name plain, is split
+    with bytes methods (dkimpy's regular expressions: about a fifth of what signing costs beside the
+    RSA signature); anything else goes through dkimpy itself."""
+    lines = block.split(b"\r\n")
+    if b"\n" in block.replace(b"\r\n", b"") or lines[-2:] != [b"", b""] or lines[0][:1] in (b" ", b"\t"):
+        return _dkimpys_headers(block)
+    headers: list[list[bytes]] = []
+    for line in lines[:-2]:
+        if line[:1] in (b" ", b"\t"):
+            headers[-1][1] += line + b"\r\n"
+            continue
+        name, colon, value = line.partition(b":")
+        if not colon or not name or name.translate(None, _NAME_BYTES):
+            return _dkimpys_headers(block)
+        headers.append([name, value + b"\r\n"])
+    return headers
+
+
+def _dkimpys_headers(block: bytes) -> list[list[bytes]]:
+    return cast(list[list[bytes]], dkim.rfc822_parse(block)[0])
+
+
 def relaxed_body(body: bytes) -> bytes:
     """The body in relaxed canonical form (RFC 6376 3.4.4), as dkimpy makes it. A body without tabs,
     runs of spaces or spaces before a line end (a rendered email's base64 parts and MIME headers) has
     no whitespace to change: only its trailing empty lines go, which spares dkimpy's regular
     expressions over every space of a 10 KB email (a quarter of the signing time)."""
-    if b"\t" in body or b"  " in body or b" \r\n" in body or body.endswith(b" "):
+    if b"\t" in body or _spaced(body) or body.endswith(b" "):
         return cast(bytes, RELAXED.canonicalize_body(body))
     return cast(bytes, correct_empty_body(strip_trailing_lines(body)))
+
+
+def _spaced(body: bytes) -> bool:
+    """Whether `body` has a run of spaces or a space before a line end. Both start at a space, so only
+    the stretch from the first space to the last is searched: a rendered email's spaces are in its text
+    part and MIME headers, not in the base64 html part that is most of its bytes (the first and last
+    space are found by memchr; searching the whole body for the two pairs cost 34 us on a 22 KB email,
+    more than its SHA-256)."""
+    first = body.find(b" ")
+    if first < 0:
+        return False
+    last = body.rfind(b" ")
+    return body.find(b"  ", first, last + 1) >= 0 or body.find(b" \r\n", first, last + 3) >= 0
 
 
 def relaxed_headers(
@@ -216,7 +258,7 @@ def signature_header(
     if end < 0:
         headers, body = dkim.rfc822_parse(message)
     else:
-        headers, _ = dkim.rfc822_parse(message[: end + len(HEADER_END)])
+        headers = parse_header_block(message[: end + len(HEADER_END)])
         body = message[end + len(HEADER_END) :]
     left_out = set(unsigned)
     present = {name.lower() for name, _ in headers}

@@ -5,7 +5,9 @@ Before starting each email it asks `HeldCampaigns.current()`, which reads the he
 its last reading is older than MAX_AGE (one indexed query, shared by every lane of the process, and
 only while emails are being sent); an email of a held campaign is not started and goes back to the
 queue. So no email of a campaign starts later than MAX_AGE after its pause committed, plus the time of
-one reading.
+one reading. While emails are being sent the recorder writes a group every few hundredths of a second;
+each write reads the held campaigns too once the last reading is READ_ALONG_AGE old (`read_along`, in the
+recorder's worker thread), so `current()` seldom needs a hop of its own to the database.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from app.db import TwoWayStatement, psycopg_connection
 from app.models import Campaign
 
 MAX_AGE = 0.1
+# The share of max_age past which the recorder's round trip reads the held campaigns too: late enough that
+# a worker writing a group every 0.02 s reads them about as often as current() alone would (ten times a
+# second), early enough that current() finds a fresh reading.
+READ_ALONG_AGE = 0.8
 
 
 @cache
@@ -75,6 +81,16 @@ class HeldCampaigns:
             self._reading = loop.create_task(self._reload())
         await asyncio.shield(self._reading)
         return self.last
+
+    def read_along(self, read: Callable[[], frozenset[int]]) -> None:
+        """In a worker thread already at the database (the recorder's): `read` the held campaigns there,
+        when the last reading is old enough that `current()` would soon make a hop of its own for it."""
+        asked_at = self._clock()
+        if asked_at - self._read_at < self._max_age * READ_ALONG_AGE:
+            return
+        held = read()
+        if asked_at > self._read_at:  # a reading current() asked for later may have landed meanwhile
+            self.last, self._read_at = held, asked_at
 
     async def _reload(self) -> None:
         asked_at = self._clock()

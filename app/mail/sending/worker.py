@@ -173,13 +173,19 @@ class SendWorker:
         1,670 against 480 us a group of 16, measured side by side); the rest goes through
         record_outcomes in a transaction."""
         with self._turns:
-            if all(o.result == SendResult.SENT for o in outcomes):
-                connection = self._recording_connection()
-                if connection is not None:
-                    self._in_autocommit(connection, lambda on: record_sent(on, outcomes, self.clock()))
-                    return
-            with transaction(self.session_factory) as session:
-                record_outcomes(session, outcomes, self.clock(), self.config.bounce_rule)
+            self._record(outcomes)
+            # The held campaigns on this round trip, when the senders would soon read them on one of
+            # their own (a thread hop and a query ten times a second while sending).
+            self.holds.read_along(self._read_held)
+
+    def _record(self, outcomes: Sequence[Outcome]) -> None:
+        if all(o.result == SendResult.SENT for o in outcomes):
+            connection = self._recording_connection()
+            if connection is not None:
+                self._in_autocommit(connection, lambda on: record_sent(on, outcomes, self.clock()))
+                return
+        with transaction(self.session_factory) as session:
+            record_outcomes(session, outcomes, self.clock(), self.config.bounce_rule)
 
     def _in_autocommit(self, connection: Connection, run: Callable[[Connection], T]) -> T:
         """`run` on the recording connection; a connection the database dropped since its last use (a
@@ -227,15 +233,20 @@ class SendWorker:
             self._recording = None
 
     def held(self) -> frozenset[int]:
-        """The held campaigns (HeldCampaigns reads them every 0.1 s while sending): on PostgreSQL one
-        query on the recording connection, not a transaction of its own (a session, the pool's ping,
-        BEGIN and COMMIT each time cost about 10 us of CPU an email at 700 emails a second)."""
+        """The held campaigns (HeldCampaigns reads them every 0.1 s while sending, when the recorder's
+        writes did not read them along: see record)."""
         with self._turns:
-            connection = self._recording_connection()
-            if connection is not None:
-                return self._in_autocommit(connection, held_campaign_ids_on)
-            with transaction(self.session_factory, write=False) as session:
-                return held_campaign_ids(session)
+            return self._read_held()
+
+    def _read_held(self) -> frozenset[int]:
+        """On PostgreSQL one query on the recording connection, not a transaction of its own (a session,
+        the pool's ping, BEGIN and COMMIT each time cost about 10 us of CPU an email at 700 emails a
+        second)."""
+        connection = self._recording_connection()
+        if connection is not None:
+            return self._in_autocommit(connection, held_campaign_ids_on)
+        with transaction(self.session_factory, write=False) as session:
+            return held_campaign_ids(session)
 
     def cancel_returned(self) -> int:
         with transaction(self.session_factory) as session:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -327,5 +327,33 @@ def test_the_claim_reads_held_campaigns_at_most_max_age_ago() -> None:
         now[0] = 0.2
         await asyncio.gather(holds.current(), holds.current())
         assert len(reads) == 2  # one reading shared by concurrent callers
+
+    asyncio.run(main())
+
+
+def test_the_recorders_round_trip_reads_the_held_campaigns_along_once_they_are_nearly_due() -> None:
+    reads: list[str] = []
+    now = [0.0]
+
+    def read(where: str, held: int) -> Callable[[], frozenset[int]]:
+        def reading() -> frozenset[int]:
+            reads.append(where)
+            return frozenset({held})
+
+        return reading
+
+    holds = HeldCampaigns(read("hop", 7), max_age=0.1, clock=lambda: now[0])
+
+    async def main() -> None:
+        assert await holds.current() == {7}
+        now[0] = 0.05
+        holds.read_along(read("along", 8))  # the reading is fresh: nothing read
+        now[0] = 0.09
+        holds.read_along(read("along", 8))
+        now[0] = 0.15
+        assert await holds.current() == {8}  # read along at 0.09: no hop of its own
+        now[0] = 0.2
+        assert await holds.current() == {7}
+        assert reads == ["hop", "along", "hop"]
 
     asyncio.run(main())
