@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
 from app.kit.call_outcome import CallOutcome
 from app.kit.time import iso
+from app.kit.v1_wire import row_fields
 from app.kit.wire_enum import inline_enum
 from app.models import CampaignState
 
@@ -24,9 +25,9 @@ class Out(BaseModel):
 
 
 def row_wire(model: type[ModelT], row: object, **values: Any) -> ModelT:
-    """`model` of a row: each field from the row's attribute of the same name, but those in `values`
-    (what the row does not hold: counts, list ids, nested answers)."""
-    return model(**{name: getattr(row, name) for name in model.model_fields if name not in values}, **values)
+    """`model` of a row, validated: each field from the row's attribute of the same name, but those in
+    `values` (what the row does not hold: counts, list ids, nested answers), as /v1's builders read them."""
+    return model(**row_fields(model, row, **values))
 
 
 class ContactOut(Out):
