@@ -3,9 +3,13 @@
 Why not aiosmtplib: it waits for each command's reply before writing the next (four round trips and a
 dozen awaits an email), wraps every wait in `wait_for`, and scans each message twice for line endings;
 profiled under `tidings worker`, it cost more than rendering the email. Here, when the server offers
-PIPELINING (RFC 2920; Postfix, Exim and the hosted relays do), an email is one write of MAIL, RCPT and
-DATA, then one write of the content: two round trips and two wake-ups. Without it, commands go one by
-one. The pool, and what a reply means for the email (retry, fail, bounce), live in transport.py.
+PIPELINING (RFC 2920; Postfix, Exim and the hosted relays do), an email's MAIL, RCPT and DATA go in
+one write, and its content is held back once DATA is accepted: the next email on the same connection
+writes it ahead of its own commands (RFC 2920 3.1 lets the content start a group), so a busy connection
+makes one write and one round trip an email instead of two, and the server answers the content and the
+next commands in one packet. When no email follows at once, the content goes out alone (`settle`).
+Without PIPELINING, commands go one by one. The pool, and what a reply means for the email (retry, fail,
+bounce), live in transport.py.
 """
 
 from __future__ import annotations
@@ -142,8 +146,30 @@ class _Replies(asyncio.Protocol):
         self._wake()
 
 
+class HeldContent:
+    """An email whose MAIL, RCPT and DATA the server accepted, its content not yet written (see the module's
+    docstring): `reply` gets the server's answer to the content, or the error that lost it."""
+
+    __slots__ = ("content", "reply", "written")
+
+    def __init__(self, content: bytes, reply: asyncio.Future[tuple[int, str]]) -> None:
+        self.content = content
+        self.reply = reply
+        # Whether the content was written: after that, a lost connection may or may not have delivered it;
+        # before, the email can go out on another connection.
+        self.written = False
+
+    def lost(self, error: BaseException) -> None:
+        if not self.reply.done():
+            if not isinstance(error, Exception):
+                error = ConnectionResetError("the connection was given up")
+            self.reply.set_exception(error)
+            self.reply.exception()  # retrieved here: its owner may be gone (cancelled) and not read it
+
+
 class SmtpConnection:
-    """An open, greeted (and, as configured, encrypted and logged-in) connection; one email at a time."""
+    """An open, greeted (and, as configured, encrypted and logged-in) connection; one email at a time,
+    but for the content held back from the email before (HeldContent)."""
 
     def __init__(self, transport: asyncio.Transport, replies: _Replies, timeout: float) -> None:
         self.transport = transport
@@ -155,6 +181,8 @@ class SmtpConnection:
         # Whether any of the current email's content was written: after that, a lost connection may
         # or may not have delivered it.
         self.content_sent = False
+        # The content of the email before, accepted for DATA and not yet written (pipelining only).
+        self.held: HeldContent | None = None
 
     @classmethod
     async def open(
@@ -272,20 +300,47 @@ class SmtpConnection:
             raise SmtpUnsupported(f"the server offers no AUTH PLAIN or LOGIN (offers: {methods or 'none'})")
 
     async def send(self, sender: str, recipient: str, message: bytes) -> None:
-        """One email to one recipient. Raises SmtpReplyError on a refusal (the connection stays good),
-        SmtpUnsupported when the email needs SMTPUTF8 the server lacks, and OSError, TimeoutError or
-        SmtpProtocolError when the connection broke (`content_sent` says whether it may have arrived).
+        """One email to one recipient, the whole dialogue: `start`, then its content alone if held."""
+        held = await self.start(sender, recipient, message)
+        if held is not None:
+            await self.settle(held)
 
-        The whole dialogue has `timeout` seconds a round trip it needs, kept by one timer an email
-        rather than one a reply (timers were a tenth of the send path's cost)."""
-        round_trips = 2 if self.pipelining else 4
+    async def start(self, sender: str, recipient: str, message: bytes) -> HeldContent | None:
+        """One email to one recipient. With PIPELINING, its MAIL, RCPT and DATA (after the content held
+        from the email before, whose answer goes to its HeldContent), and its own content held back: the
+        next `start` on this connection or `settle` writes it. Without, the whole dialogue, and None.
+
+        Raises SmtpReplyError on a refusal (the connection stays good), SmtpUnsupported when the email
+        needs SMTPUTF8 the server lacks, and OSError, TimeoutError or SmtpProtocolError when the
+        connection broke (`content_sent` says whether this email's content may have arrived).
+
+        The dialogue has `timeout` seconds a round trip it needs, kept by one timer an email rather than
+        one a reply (timers were a tenth of the send path's cost)."""
+        round_trips = 1 if self.pipelining else 4
         timer = self.replies.loop.call_later(self.timeout * round_trips, self.replies.expire)
         try:
-            await self._send(sender, recipient, message)
+            return await self._start(sender, recipient, message)
         finally:
             timer.cancel()
 
-    async def _send(self, sender: str, recipient: str, message: bytes) -> None:
+    async def settle(self, held: HeldContent) -> tuple[int, str]:
+        """Write the held content alone (no email followed it on this connection) and wait for its answer."""
+        if self.held is held:
+            timer = self.replies.loop.call_later(self.timeout, self.replies.expire)
+            try:
+                self.held = None
+                self._write(held.content)
+                held.written = True
+                [answer] = await self._read(1, timed=False)
+                held.reply.set_result(answer)
+            except BaseException as exc:
+                held.lost(exc)
+                raise
+            finally:
+                timer.cancel()
+        return await held.reply
+
+    async def _start(self, sender: str, recipient: str, message: bytes) -> HeldContent | None:
         self.content_sent = False
         if self.replies.replies:
             raise SmtpProtocolError("the server sent a reply nobody asked for")
@@ -301,8 +356,7 @@ class SmtpConnection:
         commands = [mail, f"RCPT TO:<{recipient}>", "DATA"]
         encoding = "utf-8" if utf8 else "ascii"
         if self.pipelining:
-            self._write("\r\n".join([*commands, ""]).encode(encoding))
-            answers = await self._read(3, timed=False)
+            answers = await self._pipelined("\r\n".join([*commands, ""]).encode(encoding))
         else:
             answers = []
             for command in commands:
@@ -319,11 +373,36 @@ class SmtpConnection:
                 except (OSError, TimeoutError, SmtpProtocolError):
                     self.abort()  # the refusal is what matters for the email; this connection is done
                 raise SmtpReplyError(code, text, stage)
+        if self.pipelining:
+            self.held = HeldContent(content, self.replies.loop.create_future())
+            return self.held
         self.content_sent = True
         self._write(content)
         [(code, text)] = await self._read(1, timed=False)
         if code != 250:
             raise SmtpReplyError(code, text, "data")
+        return None
+
+    async def _pipelined(self, commands: bytes) -> list[tuple[int, str]]:
+        """Write `commands` after the content held from the email before, if any, and read their three
+        answers, handing the content's answer to its HeldContent first."""
+        held, self.held = self.held, None
+        if held is None:
+            self._write(commands)
+            return await self._read(3, timed=False)
+        try:
+            self._write(held.content + commands)
+            held.written = True
+            answers = await self._read(4, timed=False)
+        except BaseException as exc:
+            if self.replies.replies:
+                # The content's answer came before the connection broke (a relay that closes after a
+                # message, say): that email is settled; only this one's commands were lost.
+                held.reply.set_result(self.replies.replies.popleft())
+            held.lost(exc)
+            raise
+        held.reply.set_result(answers[0])
+        return answers[1:]
 
     async def _abandon(self, answers: list[tuple[int, str]]) -> None:
         """After a refused MAIL, RCPT or DATA, leave the server ready for the next email."""
@@ -338,6 +417,8 @@ class SmtpConnection:
 
     async def quit(self) -> None:
         try:
+            if self.held is not None:
+                await self.settle(self.held)
             if self.usable:
                 self._write(b"QUIT\r\n")
                 await self.replies.read(1, QUIT_TIMEOUT_SECONDS)
@@ -346,6 +427,9 @@ class SmtpConnection:
 
     def abort(self) -> None:
         self._usable = False
+        if self.held is not None:
+            held, self.held = self.held, None
+            held.lost(ConnectionResetError("the connection was given up before the content was written"))
         if not self.transport.is_closing():
             self.transport.abort()
 

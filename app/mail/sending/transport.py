@@ -36,6 +36,7 @@ from app.mail.bounces.bounce_classes import classify
 from app.mail.sending.pace import Pace, is_throttle
 from app.mail.sending.smtp import (
     SMTP_TIMEOUT_SECONDS,
+    HeldContent,
     SmtpConnection,
     SmtpProtocolError,
     SmtpReplyError,
@@ -361,14 +362,14 @@ class SmtpTransport:
         return relay_turn
 
     async def _deliver(self, sender: str, recipient: str, message: bytes) -> None:
-        async with self._slots:
-            while True:
+        while True:
+            async with self._slots:
                 connection = self._idle_connection()
                 reused = connection is not None
                 if connection is None:
                     connection = await self._connect()
                 try:
-                    await connection.send(sender, recipient, message)
+                    held = await connection.start(sender, recipient, message)
                 except SmtpReplyError as exc:
                     self._keep(connection)
                     raise _failure(exc.code, exc.text, about_recipient=exc.stage != "mail") from exc
@@ -386,7 +387,37 @@ class SmtpTransport:
                     connection.abort()  # cancelled mid-dialogue: the connection's state is unknown
                     raise
                 self._keep(connection)
-                return
+            if held is None:
+                return  # a server without PIPELINING: the whole dialogue is done
+            try:
+                code, text = await self._settle(connection, held)
+            except (OSError, TimeoutError, SmtpProtocolError) as exc:
+                if not held.written:
+                    continue  # the connection was lost before the content went out: another one takes it
+                raise TemporaryFailure(f"smtp: {exc}") from exc
+            if code != 250:
+                raise _failure(code, text, about_recipient=True)
+            return
+
+    async def _settle(self, connection: SmtpConnection, held: HeldContent) -> tuple[int, str]:
+        """The answer to an email's held content. The connection went back to the pool with it, and the
+        slot was freed: an email waiting for a slot (there usually is one while a campaign goes out)
+        takes this connection next (the idle list is last in, first out) and writes the content ahead of
+        its own commands. When none did by the time this email's turn comes again, the content goes out
+        alone, under a slot like any other use of a connection."""
+        await asyncio.sleep(0)
+        if connection.held is held:
+            async with self._slots:
+                if connection.held is held and connection in self._idle:
+                    self._idle.remove(connection)
+                    try:
+                        return await connection.settle(held)
+                    except BaseException:
+                        connection.abort()
+                        raise
+                    finally:
+                        self._keep(connection)
+        return await held.reply
 
     def _idle_connection(self) -> SmtpConnection | None:
         while self._idle:

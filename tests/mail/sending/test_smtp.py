@@ -17,7 +17,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from app.mail.sending.smtp import WireMessage
+from app.mail.sending.smtp import SmtpConnection, WireMessage
 from app.mail.sending.transport import PermanentFailure, SmtpTransport, TemporaryFailure
 from tests.mail.sending.conftest import Run, SmtpSink
 
@@ -82,6 +82,106 @@ def test_many_emails_over_few_connections(sink: SmtpSink, run: Run[Any]) -> None
     assert sorted(r.recipients[0] for r in sink.received) == sorted(f"r{n}@example.com" for n in range(30))
     assert sink.ehlos <= 2
     assert all(r.data == MESSAGE for r in sink.received)
+
+
+def test_a_busy_connection_writes_each_content_ahead_of_the_next_emails_commands(
+    run: Run[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With PIPELINING, an email's content waits for the next email on its connection and goes out in the
+    same write as that email's MAIL, RCPT and DATA: one write and one round trip an email. The last one's
+    content goes out alone."""
+    writes: list[bytes] = []
+    write = SmtpConnection._write
+
+    def recording(connection: SmtpConnection, data: bytes) -> None:
+        writes.append(data)
+        write(connection, data)
+
+    monkeypatch.setattr(SmtpConnection, "_write", recording)
+    with running(SmtpSink("127.0.0.1", free_port())) as sink:
+        transport = SmtpTransport(sink.url, size=1)
+
+        async def go() -> list[None]:
+            try:
+                return await asyncio.gather(
+                    *(transport.send("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(4))
+                )
+            finally:
+                await transport.close()
+
+        assert run(go()) == [None] * 4
+    commands = [
+        f"MAIL FROM:<news@example.com> SIZE={len(MESSAGE)}\r\nRCPT TO:<r{n}@example.com>\r\nDATA\r\n".encode()
+        for n in range(4)
+    ]
+    content = MESSAGE + b".\r\n"
+    assert writes[1:-1] == [commands[0], *(content + c for c in commands[1:]), content]
+    assert [r.recipients for r in sink.received] == [[f"r{n}@example.com"] for n in range(4)]
+
+
+def test_each_refusal_goes_to_its_own_email_when_the_dialogues_overlap(run: Run[Any]) -> None:
+    """Emails sent at once over one pipelining connection: each answer, the content's included (it comes
+    with the next email's answers), is its own email's."""
+    with running(SmtpSink("127.0.0.1", free_port())) as sink:
+        sink.refuse["gone@example.com"] = "550 5.1.1 No such user"
+        sink.refuse_data["spam@example.com"] = "554 5.7.1 Looks like spam"
+        sink.refuse_data["full@example.com"] = "452 4.2.2 Mailbox full"
+        transport = SmtpTransport(sink.url, size=1)
+        recipients = ["ok1", "spam", "gone", "full", "ok2", "spam", "ok3"]
+
+        async def go() -> list[BaseException | None]:
+            try:
+                return await asyncio.gather(
+                    *(transport.send("news@example.com", f"{r}@example.com", MESSAGE) for r in recipients),
+                    return_exceptions=True,
+                )
+            finally:
+                await transport.close()
+
+        results = run(go())
+    assert [r is None for r in results] == [True, False, False, False, True, False, True]
+    assert "554" in str(results[1]) and "554" in str(results[5]) and "550" in str(results[2])
+    assert isinstance(results[3], TemporaryFailure) and "452" in str(results[3])
+    assert [r.recipients[0] for r in sink.received] == [
+        "ok1@example.com",
+        "ok2@example.com",
+        "ok3@example.com",
+    ]
+    assert sink.ehlos == 1
+
+
+class ClosingAfterOneMessage(SmtpSink):
+    """A relay that takes one message a connection, then closes it at the next MAIL (some hosted relays cap
+    messages a connection), having answered the message first."""
+
+    async def handle_MAIL(
+        self, server: Any, session: Any, envelope: Any, address: str, options: list[str]
+    ) -> str:
+        taken = getattr(session, "taken", 0)
+        session.taken = taken + 1
+        if taken == 1:
+            self.drop_mail = 1
+        return await super().handle_MAIL(server, session, envelope, address, options)
+
+
+def test_a_relay_closing_after_a_message_loses_neither_that_answer_nor_the_next_email(run: Run[Any]) -> None:
+    """The content's answer arrived before the relay closed the connection at the next email's MAIL (they
+    were written together): the first email is sent, and the next goes out on a fresh connection."""
+    with running(ClosingAfterOneMessage("127.0.0.1", free_port())) as sink:
+        transport = SmtpTransport(sink.url, size=1)
+
+        async def go() -> list[BaseException | None]:
+            try:
+                return await asyncio.gather(
+                    *(transport.send("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(3)),
+                    return_exceptions=True,
+                )
+            finally:
+                await transport.close()
+
+        assert run(go()) == [None, None, None]
+    assert sorted(r.recipients[0] for r in sink.received) == [f"r{n}@example.com" for n in range(3)]
+    assert sink.ehlos >= 2
 
 
 def test_line_endings_and_leading_dots_are_fixed_on_the_way(sink: SmtpSink, run: Run[Any]) -> None:
