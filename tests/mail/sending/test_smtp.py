@@ -67,6 +67,24 @@ def send_all(
     return run(send())
 
 
+def send_at_once(
+    run: Run[list[BaseException | None]], transport: SmtpTransport, *recipients: str
+) -> list[BaseException | None]:
+    """Start every email at once on one event loop (their dialogues overlap on the pool's connections);
+    each result is None or the exception raised."""
+
+    async def send() -> list[BaseException | None]:
+        try:
+            return await asyncio.gather(
+                *(transport.send("news@example.com", recipient, MESSAGE) for recipient in recipients),
+                return_exceptions=True,
+            )
+        finally:
+            await transport.close()
+
+    return run(send())
+
+
 def test_many_emails_over_few_connections(sink: SmtpSink, run: Run[Any]) -> None:
     transport = SmtpTransport(sink.url, size=2)
 
@@ -99,17 +117,8 @@ def test_a_busy_connection_writes_each_content_ahead_of_the_next_emails_commands
 
     monkeypatch.setattr(SmtpConnection, "_write", recording)
     with running(SmtpSink("127.0.0.1", free_port())) as sink:
-        transport = SmtpTransport(sink.url, size=1)
-
-        async def go() -> list[None]:
-            try:
-                return await asyncio.gather(
-                    *(transport.send("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(4))
-                )
-            finally:
-                await transport.close()
-
-        assert run(go()) == [None] * 4
+        results = send_at_once(run, SmtpTransport(sink.url, size=1), *(f"r{n}@example.com" for n in range(4)))
+    assert results == [None] * 4
     commands = [
         f"MAIL FROM:<news@example.com> SIZE={len(MESSAGE)}\r\nRCPT TO:<r{n}@example.com>\r\nDATA\r\n".encode()
         for n in range(4)
@@ -126,19 +135,10 @@ def test_each_refusal_goes_to_its_own_email_when_the_dialogues_overlap(run: Run[
         sink.refuse["gone@example.com"] = "550 5.1.1 No such user"
         sink.refuse_data["spam@example.com"] = "554 5.7.1 Looks like spam"
         sink.refuse_data["full@example.com"] = "452 4.2.2 Mailbox full"
-        transport = SmtpTransport(sink.url, size=1)
         recipients = ["ok1", "spam", "gone", "full", "ok2", "spam", "ok3"]
-
-        async def go() -> list[BaseException | None]:
-            try:
-                return await asyncio.gather(
-                    *(transport.send("news@example.com", f"{r}@example.com", MESSAGE) for r in recipients),
-                    return_exceptions=True,
-                )
-            finally:
-                await transport.close()
-
-        results = run(go())
+        results = send_at_once(
+            run, SmtpTransport(sink.url, size=1), *(f"{r}@example.com" for r in recipients)
+        )
     assert [r is None for r in results] == [True, False, False, False, True, False, True]
     assert "554" in str(results[1]) and "554" in str(results[5]) and "550" in str(results[2])
     assert isinstance(results[3], TemporaryFailure) and "452" in str(results[3])
@@ -168,18 +168,8 @@ def test_a_relay_closing_after_a_message_loses_neither_that_answer_nor_the_next_
     """The content's answer arrived before the relay closed the connection at the next email's MAIL (they
     were written together): the first email is sent, and the next goes out on a fresh connection."""
     with running(ClosingAfterOneMessage("127.0.0.1", free_port())) as sink:
-        transport = SmtpTransport(sink.url, size=1)
-
-        async def go() -> list[BaseException | None]:
-            try:
-                return await asyncio.gather(
-                    *(transport.send("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(3)),
-                    return_exceptions=True,
-                )
-            finally:
-                await transport.close()
-
-        assert run(go()) == [None, None, None]
+        results = send_at_once(run, SmtpTransport(sink.url, size=1), *(f"r{n}@example.com" for n in range(3)))
+    assert results == [None, None, None]
     assert sorted(r.recipients[0] for r in sink.received) == [f"r{n}@example.com" for n in range(3)]
     assert sink.ehlos >= 2
 
