@@ -15,13 +15,13 @@ from typing import Annotated, Any, Protocol, cast
 from anyio import CancelScope
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
-from psycopg import AsyncConnection
+from psycopg import Connection as PsycopgConnection
 from psycopg import OperationalError as PsycopgOperationalError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
-from sqlalchemy import ColumnElement, Engine, any_, bindparam, create_engine, event, text
+from sqlalchemy import ColumnElement, Connection, Engine, any_, bindparam, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import psycopg
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolSlotTimeout
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
@@ -277,16 +277,12 @@ def side_transaction(
         session.close()
 
 
-def _conninfo(url: str | URL) -> str:
-    """A SQLAlchemy URL as psycopg's own connection string."""
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 def make_async_pool(url: str, max_size: int = 16) -> AsyncConnectionPool:
     """PostgreSQL: a pool of autocommit connections of psycopg's async driver, for the hot read paths
     that run on the event loop (authentication, contact listings). Opened and closed by the app."""
+    conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     return AsyncConnectionPool(
-        _conninfo(url),
+        conninfo,
         min_size=1,
         max_size=max_size,
         kwargs={"autocommit": True, "connect_timeout": DATABASE_WAIT_SECONDS},
@@ -295,12 +291,13 @@ def make_async_pool(url: str, max_size: int = 16) -> AsyncConnectionPool:
     )
 
 
-async def connect_async(url: str | URL) -> AsyncConnection[Any]:
-    """PostgreSQL: one autocommit connection of psycopg's async driver, as the async pool's are, for a
-    job that runs its statements on the event loop (the send worker's recording)."""
-    return await AsyncConnection.connect(
-        _conninfo(url), autocommit=True, connect_timeout=DATABASE_WAIT_SECONDS
-    )
+def psycopg_connection(connection: Connection) -> PsycopgConnection[Any]:
+    """The psycopg connection under a SQLAlchemy one, for a PsycopgStatement run on it directly (an
+    OperationalError when SQLAlchemy has already let it go)."""
+    driver = connection.connection.driver_connection
+    if not isinstance(driver, PsycopgConnection):
+        raise PsycopgOperationalError("the connection is closed")
+    return driver
 
 
 @dataclass(frozen=True)

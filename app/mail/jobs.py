@@ -77,4 +77,4 @@ class MailJobs(JobSet):
 
     async def aclose(self) -> None:
         await self.transport.close()
-        await self.worker.aclose()
+        self.worker.close()

@@ -8,14 +8,13 @@ A script, not a test. Run from the repository root:
 It recreates the database's schema, seeds a campaign as send.py does, fans it out and claims every
 row through SendWorker (so each row is `sending` under a lease), then records them all as sent with
 `SendWorker.record`, `--group` outcomes a call, and prints one JSON line: CPU of this process (the
-recording runs on its event loop) and wall time, per email and per group. Compare commits with
+recording thread is the caller here) and wall time, per email and per group. Compare commits with
 compare.py only where both have this script; otherwise run it in each checkout in turn.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -71,17 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     ]
     groups = [outcomes[i : i + args.group] for i in range(0, len(outcomes), args.group)]
     load = os.getloadavg()[0]
-
-    async def record_all() -> tuple[float, float]:
-        await worker.record(groups[0][:1])  # the recording connection opened, not timed
-        cpu, wall = time.process_time(), time.perf_counter()
-        for group in groups:
-            await worker.record(group)
-        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        await worker.aclose()
-        return cpu, wall
-
-    cpu, wall = asyncio.run(record_all())
+    cpu, wall = time.process_time(), time.perf_counter()
+    for group in groups:
+        worker.record(group)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    worker.close()
     engine.dispose()
     report = {
         "emails": len(outcomes),

@@ -6,23 +6,21 @@ its last reading is older than MAX_AGE (one indexed query, shared by every lane 
 only while emails are being sent); an email of a held campaign is not started and goes back to the
 queue. So no email of a campaign starts later than MAX_AGE after its pause committed, plus the time of
 one reading. While emails are being sent the recorder writes a group every few hundredths of a second;
-each write reads the held campaigns too once the last reading is READ_ALONG_AGE old (`reading_along`,
-`read_along`), so `current()` seldom needs a query of its own.
+each write reads the held campaigns too once the last reading is READ_ALONG_AGE old (`read_along`, in the
+recorder's worker thread), so `current()` seldom needs a hop of its own to the database.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from functools import cache
-from typing import Any
 
-from psycopg import AsyncConnection
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
-from app.db import TwoWayStatement
+from app.db import TwoWayStatement, psycopg_connection
 from app.models import Campaign
 
 MAX_AGE = 0.1
@@ -44,21 +42,21 @@ def held_campaign_ids(session: Session) -> frozenset[int]:
     return frozenset(session.scalars(_held().statement))
 
 
-async def held_campaign_ids_on(connection: AsyncConnection[Any]) -> frozenset[int]:
-    """The same on PostgreSQL, on a connection of psycopg's async driver in autocommit (the send worker's
-    recording connection), on the event loop."""
+def held_campaign_ids_on(connection: Connection) -> frozenset[int]:
+    """The same on a PostgreSQL connection in autocommit (the send worker's recording connection),
+    straight through psycopg."""
     held = _held().psycopg
-    cursor = await connection.execute(held.sql, held.params())
-    return frozenset(row[0] for row in await cursor.fetchall())
+    rows = psycopg_connection(connection).execute(held.sql, held.params())
+    return frozenset(row[0] for row in rows)
 
 
 class HeldCampaigns:
-    """`read` returns the held campaigns' ids (a query on the event loop, or a transaction in a worker
-    thread: the send worker's `held`)."""
+    """`read` is a blocking function (one transaction) that returns the held campaigns' ids; it runs in
+    a worker thread."""
 
     def __init__(
         self,
-        read: Callable[[], Awaitable[frozenset[int]]],
+        read: Callable[[], frozenset[int]],
         *,
         max_age: float = MAX_AGE,
         clock: Callable[[], float] = time.monotonic,
@@ -84,19 +82,17 @@ class HeldCampaigns:
         await asyncio.shield(self._reading)
         return self.last
 
-    def reading_along(self) -> float | None:
-        """For a round trip to the database made anyway (the recorder's): None while the last reading is
-        fresh enough, else the moment to give `read_along` if that round trip reads the held campaigns
-        too (it is then older than `max_age * READ_ALONG_AGE`: `current()` would soon read them itself)."""
+    def read_along(self, read: Callable[[], frozenset[int]]) -> None:
+        """In a worker thread already at the database (the recorder's): `read` the held campaigns there,
+        when the last reading is old enough that `current()` would soon make a hop of its own for it."""
         asked_at = self._clock()
-        return None if asked_at - self._read_at < self._max_age * READ_ALONG_AGE else asked_at
-
-    def read_along(self, held: frozenset[int], asked_at: float) -> None:
-        """What the round trip `reading_along` asked for at `asked_at` read."""
+        if asked_at - self._read_at < self._max_age * READ_ALONG_AGE:
+            return
+        held = read()
         if asked_at > self._read_at:  # a reading current() asked for later may have landed meanwhile
             self.last, self._read_at = held, asked_at
 
     async def _reload(self) -> None:
         asked_at = self._clock()
-        self.last = await self._read()
+        self.last = await asyncio.to_thread(self._read)
         self._read_at = asked_at

@@ -17,7 +17,6 @@ from enum import StrEnum
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
-from psycopg import AsyncConnection
 from sqlalchemy import (
     ColumnElement,
     Integer,
@@ -35,11 +34,12 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Update
 from sqlalchemy.sql.selectable import CompoundSelect
 
-from app.db import PsycopgStatement, among, skip_locked, upsert
+from app.db import PsycopgStatement, among, psycopg_connection, skip_locked, upsert
 from app.identity.accounts import daily_cap
 from app.kit.time import account_zone, local_day, start_of_next_day
 from app.mail.bounces.blocked import Refusal, attempted_at, blocked_by_domain, record_blocked
@@ -587,21 +587,25 @@ def _record_sent(session: Session, sent: Sequence[Outcome], now: datetime) -> No
         session.execute(statement, parameters)
 
 
-async def record_sent(connection: AsyncConnection[Any], sent: Sequence[Outcome], now: datetime) -> None:
-    """Sent outcomes alone (nearly every group the recorder writes), on PostgreSQL, on a connection of
-    psycopg's async driver in autocommit, on the event loop: each statement is atomic and fenced by the
-    claim's lease, so it needs no transaction around it, nor the session, pool check-out with its ping,
-    BEGIN and COMMIT that one would cost, nor a worker thread.
+def record_sent(connection: Connection, sent: Sequence[Outcome], now: datetime) -> None:
+    """Sent outcomes alone (nearly every group the recorder writes) on a connection of their own in
+    autocommit: each statement is atomic and fenced by the claim's lease, so it needs no transaction
+    around it, nor the session, pool check-out with its ping, BEGIN and COMMIT that one would cost.
 
-    The statement, compiled once, goes straight to psycopg: SQLAlchemy's execution (cache key, parameter
-    processing, result set-up) cost a third of the CPU of recording a group (`tests/benchmarks/record.py`,
-    alternated: 360 and 450 us a group of 16 through SQLAlchemy, 266 and 300 straight). Errors are
-    psycopg's own."""
+    On PostgreSQL the statement, compiled once, goes straight to psycopg: SQLAlchemy's execution
+    (cache key, parameter processing, result set-up) cost a third of the CPU of recording a group
+    (`tests/benchmarks/record.py`, alternated: 360 and 450 us a group of 16 through SQLAlchemy, 266 and
+    300 straight). Errors are psycopg's own, not wrapped in SQLAlchemy's DBAPIError."""
+    if connection.dialect.name != "postgresql":
+        for statement, parameters in _sent_writes(False, sent, aware(now)):
+            connection.execute(statement, parameters)
+        return
+    driver = psycopg_connection(connection)
     at = naive_utc(now)
     for lease_until, (ids, message_ids) in _sent_by_lease(sent).items():
         sql = _sent_psycopg(fenced=lease_until is not None)
         lease = None if lease_until is None else naive_utc(lease_until)
-        await connection.execute(sql.sql, sql.params(now=at, lease=lease, ids=ids, message_ids=message_ids))
+        driver.execute(sql.sql, sql.params(now=at, lease=lease, ids=ids, message_ids=message_ids))
 
 
 def naive_utc(moment: datetime) -> datetime:

@@ -5,14 +5,12 @@ goes back to the queue when the claim's lease ends). Recording a whole batch at 
 batch per lane in that window (measured: 275 and 329 duplicates per kill -9 with batches of 200 on four
 lanes). Here every outcome goes into one process-wide buffer that a single writer empties as soon as it
 holds GROUP_SIZE outcomes or its oldest has waited FLUSH_INTERVAL, whichever comes first (or at once when
-a lane flushes at the end of its batch): one statement per group, written by a task of its own (on
-PostgreSQL a group of sent emails goes out on the event loop on an async connection, anything else in a
-worker thread: see SendWorker.record), so the coroutines feeding the SMTP connections never wait for the
-database. While one group is being written the next one fills; once it is full, the senders start no
-email (`room`) until the writer takes it. So at most two groups, plus the emails on the wire, are
-accepted and unrecorded at any moment, also when the database answers slowly (a loaded machine): without
-that wait the filling group grew with the write's duration (110 duplicates a kill -9 measured under
-load).
+a lane flushes at the end of its batch): one statement per group, in a worker thread, so the coroutines
+feeding the SMTP connections never wait for the database. While one group is being written the next one
+fills; once it is full, the senders start no email (`room`) until the writer takes it. So at most two
+groups, plus the emails on the wire, are accepted and unrecorded at any moment, also when the database
+answers slowly (a loaded machine): without that wait the filling group grew with the write's duration
+(110 duplicates a kill -9 measured under load).
 """
 
 from __future__ import annotations
@@ -20,14 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from app.mail.sending.queue import Outcome
 
 log = logging.getLogger("tidings.sending")
 
 # The largest group that keeps what a kill -9 can leave sent twice within 50 emails with the default
-# eight connections: 8 on the wire + 2 groups of 21. Each group is one statement and its round trip, so
+# eight connections: 8 on the wire + 2 groups of 21. Each group is one statement and a thread hop, so
 # fewer, larger groups cost less CPU an email (a quarter fewer than with 16).
 GROUP_SIZE = 21
 # A group not yet full is written once its oldest outcome has waited this long. Each write costs about
@@ -38,12 +36,12 @@ FLUSH_INTERVAL = 0.1
 
 
 class OutcomeRecorder:
-    """A buffer of outcomes and the one task that writes them with `write` (which records a group, one
-    group at a time, without blocking the event loop)."""
+    """A buffer of outcomes and the one task that writes them with `write` (a blocking function that
+    records a group in its own transaction; it runs in a worker thread)."""
 
     def __init__(
         self,
-        write: Callable[[Sequence[Outcome]], Awaitable[None]],
+        write: Callable[[Sequence[Outcome]], None],
         *,
         group_size: int = GROUP_SIZE,
         interval: float = FLUSH_INTERVAL,
@@ -117,7 +115,7 @@ class OutcomeRecorder:
             group, self._pending = self._pending, []
             self._room.set()
             try:
-                await self._write(group)
+                await asyncio.to_thread(self._write, group)
             except Exception as exc:
                 log.exception("could not record %d send outcomes", len(group))
                 self._error = exc

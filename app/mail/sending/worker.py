@@ -7,19 +7,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import psycopg
 from prometheus_client import Counter
-from psycopg import AsyncConnection
-from sqlalchemy import URL, Connection, select
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
-from app.db import connect_async, transaction
+from app.db import transaction
 from app.kit.time import utcnow
 from app.mail.campaigns.campaign_check import SigningPolicy, from_domain, note_send_warning, unsigned_sentence
 from app.mail.campaigns.campaign_control_service import cancel_returned
@@ -120,22 +119,16 @@ class SendWorker:
         self.recorder = OutcomeRecorder(self.record)
         # Set by a graceful stop: no email is started after it; claimed ones go back to the queue.
         self.stopping = False
-        # PostgreSQL (not a session factory bound to one connection, the tests'): sent groups are
-        # recorded and the holds read on a connection to this database opened for them (see record).
-        bind = session_factory.kw["bind"]
-        self._recording_url: URL | None = (
-            bind.url if bind.dialect.name == "postgresql" and not isinstance(bind, Connection) else None
-        )
-        self._recording: asyncio.Task[AsyncConnection[Any]] | None = None
+        # Sent groups are recorded on this connection, in autocommit (see record).
+        self._recording: Connection | None = None
         # (domain, campaign) pairs already warned about as unsigned, and the campaigns whose email is
         # refused for want of a key (production): see _check_signing.
         self._unsigned_noted: set[tuple[str, int]] = set()
         self._refused_unsigned: dict[int, str] = {}
         # Campaigns paused or cancelled by their sender: their claimed emails go back to the queue.
         self.holds = HeldCampaigns(self.held)
-        # Where they go through transactions in worker threads, the holds are read while the recorder
-        # writes: they take turns, so that a session factory bound to one connection (the tests') is
-        # never used by two threads at once.
+        # The holds are read while the recorder writes, both in worker threads: they take turns, so that
+        # a session factory bound to one connection (the tests') is never used by two threads at once.
         self._turns = threading.Lock()
 
     # --- the steps, each one transaction ---
@@ -173,103 +166,87 @@ class SendWorker:
             fields = custom_fields_of(session, wanted)
             return [replace(c, fields=fields.get(c.contact_id, {})) for c in claimed]
 
-    async def record(self, outcomes: Sequence[Outcome]) -> None:
-        """Write a group of outcomes (the recorder's writer). A group of sent emails alone, nearly every
-        group, is one UPDATE on PostgreSQL, run in autocommit on the event loop, on a connection of
-        psycopg's async driver kept for it: a transaction each group cost more CPU than the UPDATE
-        (session, the pool's ping, BEGIN, COMMIT: 1,670 against 480 us a group of 16, measured side by
-        side), and a worker thread each group cost thread wake-ups and hand-overs of the interpreter lock
-        while the event loop's thread renders and sends. The rest goes through record_outcomes in a
-        transaction in a worker thread, as does everything where there is no such connection (SQLite, a
-        session factory bound to one connection)."""
-        # The held campaigns on this round trip, when the senders would soon read them on one of their own.
-        along = self.holds.reading_along()
-        if self._recording_url is None:
-            held = await asyncio.to_thread(self._record_in_transaction, outcomes, along is not None)
-        else:
-            if all(o.result == SendResult.SENT for o in outcomes):
-                await self._on_recording_connection(lambda on: record_sent(on, outcomes, self.clock()))
-            else:
-                await asyncio.to_thread(self._record_in_transaction, outcomes, False)
-            held = None if along is None else await self._on_recording_connection(held_campaign_ids_on)
-        if along is not None and held is not None:
-            self.holds.read_along(held, along)
+    def record(self, outcomes: Sequence[Outcome]) -> None:
+        """Write a group of outcomes (in the recorder's thread). A group of sent emails alone, nearly
+        every group, is one UPDATE on PostgreSQL, run in autocommit on a connection kept for it: a
+        transaction each group cost more CPU than the UPDATE (session, the pool's ping, BEGIN, COMMIT:
+        1,670 against 480 us a group of 16, measured side by side); the rest goes through
+        record_outcomes in a transaction."""
+        with self._turns:
+            self._record(outcomes)
+            # The held campaigns on this round trip, when the senders would soon read them on one of
+            # their own (a thread hop and a query ten times a second while sending).
+            self.holds.read_along(self._read_held)
 
-    def _record_in_transaction(self, outcomes: Sequence[Outcome], read_held: bool) -> frozenset[int] | None:
-        """In a worker thread: the group, and the held campaigns when `read_held`, in one transaction."""
-        with self._turns, transaction(self.session_factory) as session:
+    def _record(self, outcomes: Sequence[Outcome]) -> None:
+        if all(o.result == SendResult.SENT for o in outcomes):
+            connection = self._recording_connection()
+            if connection is not None:
+                self._in_autocommit(connection, lambda on: record_sent(on, outcomes, self.clock()))
+                return
+        with transaction(self.session_factory) as session:
             record_outcomes(session, outcomes, self.clock(), self.config.bounce_rule)
-            return held_campaign_ids(session) if read_held else None
 
-    async def held(self) -> frozenset[int]:
-        """The held campaigns (HeldCampaigns reads them every 0.1 s while sending, when the recorder's
-        writes did not read them along: see record). On PostgreSQL one query on the recording connection,
-        not a transaction of its own (a session, the pool's ping, BEGIN and COMMIT each time cost about
-        10 us of CPU an email at 700 emails a second)."""
-        if self._recording_url is not None:
-            return await self._on_recording_connection(held_campaign_ids_on)
-        return await asyncio.to_thread(self._held_in_transaction)
-
-    def _held_in_transaction(self) -> frozenset[int]:
-        with self._turns, transaction(self.session_factory, write=False) as session:
-            return held_campaign_ids(session)
-
-    async def _on_recording_connection(self, run: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
+    def _in_autocommit(self, connection: Connection, run: Callable[[Connection], T]) -> T:
         """`run` on the recording connection; a connection the database dropped since its last use (a
-        restart, a failover) is replaced and `run` tried once more on a fresh one. What runs here is
-        harmless to run twice: the sent UPDATE only changes rows still held under the claim's lease, and
-        the holds are a read."""
-        connection = await self._recording_connection()
+        restart, a failover) is replaced and `run` tried once more on a fresh one, which the pool pings
+        first. What runs here is harmless to run twice: the sent UPDATE only changes rows still held
+        under the claim's lease, and the holds are a read."""
         try:
-            return await run(connection)
+            return run(connection)
         except psycopg.Error:
-            lost = connection.broken or connection.closed
-            await self._drop_recording_connection(connection)
+            lost = _lost(connection)
+            self._drop_recording_connection(connection)
             if not lost:
                 raise
-            return await run(await self._recording_connection())
+            return run(self._recording_connection() or connection)
         except BaseException:
-            # Cancelled in the middle of a statement, say: its answer would be read by the next one.
-            await self._drop_recording_connection(connection)
+            self._drop_recording_connection(connection)
             raise
 
-    async def _recording_connection(self) -> AsyncConnection[Any]:
-        """Opened at first use, once however many callers want it meanwhile (the recorder's writer and
-        the holds' reading); one for each event loop (a worker driven by several asyncio.run() calls in
-        turn: tests, `--once`)."""
-        url = self._recording_url
-        if url is None:
-            raise RuntimeError("no recording connection: SQLite, or a factory bound to one connection")
-        loop = asyncio.get_running_loop()
-        opening = self._recording
-        if opening is not None and (opening.get_loop() is not loop or _failed(opening)):
-            await self._drop_recording_connection()
-            opening = None
-        if opening is None:
-            opening = self._recording = loop.create_task(connect_async(url))
-        return await asyncio.shield(opening)
+    def _recording_connection(self) -> Connection | None:
+        """The connection sent groups are recorded on: PostgreSQL only (SQLite's writers take the
+        database's one lock in a transaction of their own, see db.begin_write); a factory bound to a
+        connection (the tests' outer transaction) lends that one."""
+        if self._recording is None:
+            bind = self.session_factory.kw["bind"]
+            if bind.dialect.name != "postgresql":
+                return None
+            if isinstance(bind, Connection):
+                return bind
+            self._recording = bind.connect().execution_options(isolation_level="AUTOCOMMIT")
+        return self._recording
 
-    async def _drop_recording_connection(self, connection: AsyncConnection[Any] | None = None) -> None:
-        """Not reused after an error: the next statement opens a fresh one. `connection` None: whichever
-        is open, or being opened."""
-        opening = self._recording
-        if opening is None:
-            return
-        if not opening.done():
-            if connection is None:
-                self._recording = None
-                if opening.get_loop() is asyncio.get_running_loop():
-                    opening.cancel()
-            return
-        if _failed(opening):
+    def _drop_recording_connection(self, connection: Connection) -> None:
+        """Not reused after an error: the next group checks out a fresh one (a lost one is discarded
+        rather than given back to the pool)."""
+        if self._recording is connection:
             self._recording = None
-        elif connection is None or opening.result() is connection:
-            self._recording = None
-            await opening.result().close()
+            if _lost(connection):
+                connection.invalidate()
+            connection.close()
 
-    async def aclose(self) -> None:
-        """Close the recording connection (the end of the process's jobs)."""
-        await self._drop_recording_connection()
+    def close(self) -> None:
+        """Return the recording connection to the pool (the end of the process's jobs)."""
+        if self._recording is not None:
+            self._recording.close()
+            self._recording = None
+
+    def held(self) -> frozenset[int]:
+        """The held campaigns (HeldCampaigns reads them every 0.1 s while sending, when the recorder's
+        writes did not read them along: see record)."""
+        with self._turns:
+            return self._read_held()
+
+    def _read_held(self) -> frozenset[int]:
+        """On PostgreSQL one query on the recording connection, not a transaction of its own (a session,
+        the pool's ping, BEGIN and COMMIT each time cost about 10 us of CPU an email at 700 emails a
+        second)."""
+        connection = self._recording_connection()
+        if connection is not None:
+            return self._in_autocommit(connection, held_campaign_ids_on)
+        with transaction(self.session_factory, write=False) as session:
+            return held_campaign_ids(session)
 
     def cancel_returned(self) -> int:
         with transaction(self.session_factory) as session:
@@ -449,6 +426,8 @@ class SendWorker:
         return total
 
 
-def _failed(opening: asyncio.Task[AsyncConnection[Any]]) -> bool:
-    """Whether opening the recording connection ended without one."""
-    return opening.done() and (opening.cancelled() or opening.exception() is not None)
+def _lost(connection: Connection) -> bool:
+    """Whether the database dropped the recording connection (record_sent runs on psycopg directly, so
+    SQLAlchemy does not see the error that says so)."""
+    driver = connection.connection.driver_connection
+    return driver is None or bool(driver.closed) or bool(getattr(driver, "broken", False))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -313,7 +313,7 @@ def test_the_claim_reads_held_campaigns_at_most_max_age_ago() -> None:
     reads: list[int] = []
     now = [0.0]
 
-    async def read() -> frozenset[int]:
+    def read() -> frozenset[int]:
         reads.append(1)
         return frozenset({7})
 
@@ -335,24 +335,21 @@ def test_the_recorders_round_trip_reads_the_held_campaigns_along_once_they_are_n
     reads: list[str] = []
     now = [0.0]
 
-    async def hop() -> frozenset[int]:
-        reads.append("hop")
-        return frozenset({7})
+    def read(where: str, held: int) -> Callable[[], frozenset[int]]:
+        def reading() -> frozenset[int]:
+            reads.append(where)
+            return frozenset({held})
 
-    def along(held: int) -> None:
-        asked_at = holds.reading_along()
-        if asked_at is not None:
-            reads.append("along")
-            holds.read_along(frozenset({held}), asked_at)
+        return reading
 
-    holds = HeldCampaigns(hop, max_age=0.1, clock=lambda: now[0])
+    holds = HeldCampaigns(read("hop", 7), max_age=0.1, clock=lambda: now[0])
 
     async def main() -> None:
         assert await holds.current() == {7}
         now[0] = 0.05
-        along(8)  # the reading is fresh: nothing read
+        holds.read_along(read("along", 8))  # the reading is fresh: nothing read
         now[0] = 0.09
-        along(8)
+        holds.read_along(read("along", 8))
         now[0] = 0.15
         assert await holds.current() == {8}  # read along at 0.09: no hop of its own
         now[0] = 0.2

@@ -56,10 +56,10 @@ def test_a_late_worker_cannot_overwrite_a_row_claimed_again(
     # The slow worker's result comes in last: it must not mark the row the other worker now holds.
     outcomes = asyncio.run(fast._send_all([second]))
     stale = [replace(outcomes[0], lease_until=first.lease_until, message_id="<stale@example.com>")]
-    asyncio.run(slow.record(stale))
+    slow.record(stale)
     row = row_of(db, campaign_id)
     assert (row.state, row.message_id) == ("sending", None)
-    asyncio.run(fast.record(outcomes))
+    fast.record(outcomes)
     row = row_of(db, campaign_id)
     assert (row.state, row.message_id) == ("sent", outcomes[0].message_id)
 

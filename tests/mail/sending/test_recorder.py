@@ -1,10 +1,11 @@
-"""The outcome recorder: groups of GROUP_SIZE or whatever waited FLUSH_INTERVAL, written one at a time
-in order, nothing lost, failures reported to whoever flushes; on both loops the service runs
+"""The outcome recorder: groups of GROUP_SIZE or whatever waited FLUSH_INTERVAL, written in a worker
+thread in order, nothing lost, failures reported to whoever flushes; on both loops the service runs
 (`tidings serve` on uvloop, `tidings worker` on asyncio's own)."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,19 +21,21 @@ def outcome(n: int) -> Outcome:
 
 
 class Database:
-    """Stands in for the statement that records a group: remembers each group."""
+    """Stands in for the transaction that records a group: remembers each group and its thread."""
 
     def __init__(self, delay: float = 0.0, fail_first: int = 0) -> None:
         self.groups: list[list[int]] = []
+        self.threads: set[int] = set()
         self.delay = delay
         self.fail_first = fail_first
         self.writing = False
         self.overlapped = False
 
-    async def write(self, group: Sequence[Outcome]) -> None:
+    def write(self, group: Sequence[Outcome]) -> None:
         self.overlapped |= self.writing
         self.writing = True
-        await asyncio.sleep(self.delay)
+        self.threads.add(threading.get_ident())
+        time.sleep(self.delay)
         self.writing = False
         if self.fail_first > 0:
             self.fail_first -= 1
@@ -53,6 +56,7 @@ def test_a_full_group_is_written_at_once(run: Callable[..., Any]) -> None:
 
     assert run(scenario()) < 5
     assert database.groups == [list(range(GROUP_SIZE))]
+    assert threading.get_ident() not in database.threads  # off the event loop's thread
 
 
 def test_a_small_group_is_written_after_the_interval(run: Callable[..., Any]) -> None:
