@@ -140,9 +140,16 @@ class Template:
         slots: Mapping[str, str],
         escape: Callable[[str], str] | None,
     ) -> str:
-        if not self.holes:
-            return self.literals[0]
-        filled = [
+        filled = self.hole_values(values, link_urls, slots)
+        if escape is not None:
+            filled = [escape(value) for value in filled]
+        return self.join(filled)
+
+    def hole_values(
+        self, values: Mapping[str, str], link_urls: list[str], slots: Mapping[str, str]
+    ) -> list[str]:
+        """What fills each hole, unescaped."""
+        return [
             (values.get(hole.name) or hole.fallback)
             if isinstance(hole, Tag)
             else link_urls[hole.index]
@@ -150,8 +157,11 @@ class Template:
             else slots[hole.what]
             for hole in self.holes
         ]
-        if escape is not None:
-            filled = [escape(value) for value in filled]
+
+    def join(self, filled: list[str]) -> str:
+        """The literals with `filled[i]` in hole i."""
+        if not self.holes:
+            return self.literals[0]
         out = [""] * (2 * len(self.holes) + 1)
         out[0::2] = self.literals
         out[1::2] = filled
@@ -432,7 +442,11 @@ def multipart_alternative(headers: list[str], text_body: str, html_body: str) ->
     A WireMessage (ready for SMTP's DATA as it is) when the headers hold no line break but CRLF
     folding and start no line with "."; the parts are encoded so, and the boundaries are ours (starting
     with "=_", which quoted-printable never writes)."""
-    text_encoding, text_part = _text_part(text_body)
+    return _alternative_message(headers, *_text_part(text_body), html_body)
+
+
+def _alternative_message(headers: list[str], text_encoding: bytes, text_part: bytes, html_body: str) -> bytes:
+    """multipart_alternative's message, its text part already encoded."""
     # "=_" keeps the boundary out of either part; the rest only tells it from others' boundaries, so it
     # needs no secret randomness (os.urandom was a system call an email, 1 to 6 us).
     boundary = b"=_%024x" % random.getrandbits(96)
@@ -470,20 +484,27 @@ def _text_part(text: str) -> tuple[bytes, bytes]:
     data = text.encode("utf-8")
     if (len(data) - len(text)) * 8 > len(data):
         return b"base64", _base64_bytes(data)
+    return b"quoted-printable", _leading_dots_escaped(_quoted_printable(data))
+
+
+def _quoted_printable(data: bytes) -> bytes:
+    """binascii.b2a_qp's text encoding with CRLF line endings (a leading "." left as it is)."""
     marked = data.translate(QP_MARKS)
     if b"\x01" in marked or b"\x00\n" in marked or marked.endswith(b"\x00"):
         encoded = binascii.b2a_qp(data, istext=True)
-        encoded = (
+        return (
             LINE_ENDINGS.sub(CRLF_BYTES, encoded) if b"\r" in encoded else encoded.replace(b"\n", CRLF_BYTES)
         )
-    else:
-        encoded = CRLF_BYTES.join(
-            [line if len(line) <= QP_LINE else _soft_breaks(line) for line in data.split(b"\n")]
-        )
-    # No line starting with "." (the content is not dot-stuffed: WireMessage).
+    return CRLF_BYTES.join(
+        [line if len(line) <= QP_LINE else _soft_breaks(line) for line in data.split(b"\n")]
+    )
+
+
+def _leading_dots_escaped(encoded: bytes) -> bytes:
+    """No line starting with "." (the content is not dot-stuffed: WireMessage)."""
     if encoded.startswith(b"."):
         encoded = b"=2E" + encoded[1:]
-    return b"quoted-printable", encoded.replace(b"\n.", b"\n=2E")
+    return encoded.replace(b"\n.", b"\n=2E")
 
 
 def _soft_breaks(line: bytes) -> bytes:
