@@ -2,9 +2,10 @@
 
 A campaign is compiled once per worker (`compile_campaign`): its html is cut into literal pieces, merge
 tags and links, and its plain-text twin is made once from the html; each part becomes a `Template`, its
-literal text around the holes to fill. Each recipient then costs one join per part, one HMAC per link,
-and the parts' encodings (base64, and quoted-printable for a mostly ASCII text part); that is what lets
-one worker send thousands of emails a second.
+literal text around the holes to fill, and the text part's quoted-printable is encoded then but for the
+lines holding a hole (`TextPartTemplate`). Each recipient then costs one join per part, one HMAC per
+link, the html's base64 and the rest of the text's quoted-printable; that is what lets one worker send
+thousands of emails a second.
 
 Merge tags (what authors of campaigns can rely on):
 - `{{ first_name }}`, `{{ last_name }}`, `{{ email }}` and any custom contact field by name
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import binascii
 import html
+import operator
 import random
 import re
 import time
@@ -82,6 +84,12 @@ QP_MARKS = bytes(
     0 if byte in b" \t" else byte if byte == 0x0A or (0x20 < byte < 0x7F and byte != ord("=")) else 1
     for byte in range(256)
 )
+# A "." starting a line of quoted-printable, to escape: the regex finds it in a third of bytes.replace's
+# time (its search skips ahead on the line break, rarer than the dot, where bytes' search stalls on
+# letters that share the dot's bit in its filter).
+DOT_AFTER_LINE_BREAK = re.compile(rb"\n\.")
+# A line's last byte, taken without a Python call a line.
+LAST_BYTE = operator.itemgetter(slice(-1, None))
 # The slices that cut a long plain line into 75 characters a soft break, made once (lines up to 75 KB).
 QP_CHUNKS = [slice(start, start + QP_LINE - 1) for start in range(0, 75_000, QP_LINE - 1)]
 # The slices that cut base64 into lines, made once (enough for a 300 KB part; longer ones slice as they go).
@@ -140,9 +148,16 @@ class Template:
         slots: Mapping[str, str],
         escape: Callable[[str], str] | None,
     ) -> str:
-        if not self.holes:
-            return self.literals[0]
-        filled = [
+        filled = self.hole_values(values, link_urls, slots)
+        if escape is not None:
+            filled = [escape(value) for value in filled]
+        return self.join(filled)
+
+    def hole_values(
+        self, values: Mapping[str, str], link_urls: list[str], slots: Mapping[str, str]
+    ) -> list[str]:
+        """What fills each hole, unescaped."""
+        return [
             (values.get(hole.name) or hole.fallback)
             if isinstance(hole, Tag)
             else link_urls[hole.index]
@@ -150,12 +165,105 @@ class Template:
             else slots[hole.what]
             for hole in self.holes
         ]
-        if escape is not None:
-            filled = [escape(value) for value in filled]
+
+    def join(self, filled: list[str]) -> str:
+        """The literals with `filled[i]` in hole i."""
+        if not self.holes:
+            return self.literals[0]
         out = [""] * (2 * len(self.holes) + 1)
         out[0::2] = self.literals
         out[1::2] = filled
         return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class TextPartTemplate:
+    """The text part's encoding, made once a campaign as far as it can be. Quoted-printable is
+    line-local (binascii.b2a_qp decides a soft break, a line's trailing whitespace and a lone "."
+    within the line, and our "=2E" for a leading "." is per line too), so the lines of the text that
+    hold no hole are encoded here once, and so is the start of a line before its first hole, down to
+    its last soft break that no value can move; each email encodes only the rest of the lines that
+    hold a hole, and joins. The same bytes as `_text_part(text)` (tests/mail/sending/
+    test_quoted_printable.py); a text that goes in base64, a value holding a line break or a CR, a
+    literal holding a CR: the text encoded whole, as before."""
+
+    # The part itself when the text holds no hole.
+    constant: tuple[bytes, bytes] | None
+    # The lines holding a hole, less their encoded starts, one after another ("\n" between them); None
+    # when a literal holds a CR (binascii's line endings then depend on the whole text).
+    lines: Template | None
+    # Encoded once: what comes before each line of `lines` (its encoded start last), and what follows
+    # the last.
+    fixed: tuple[bytes, ...]
+    # The UTF-8 bytes of the filled text beyond the filled `lines`'s (for the choice of base64).
+    more_bytes: int
+    # Whether the last line of `lines` ends the text (binascii's end-of-data rules).
+    ends_text: bool
+
+    @classmethod
+    def of(cls, text: Template) -> TextPartTemplate:
+        if not text.holes:
+            return cls(_text_part(text.literals[0]), None, (), 0, False)
+        if any("\r" in literal for literal in text.literals):
+            return cls(None, None, (), 0, False)
+        # The text's lines, each its literal pieces with a hole (None) between two of them.
+        text_lines: list[list[str | None]] = [[]]
+        for index, literal in enumerate(text.literals):
+            first, *others = literal.split("\n")
+            text_lines[-1].append(first)
+            text_lines.extend([other] for other in others)
+            if index < len(text.holes):
+                text_lines[-1].append(None)
+        line_literals: list[str] = []
+        fixed: list[bytes] = []
+        hole_free: list[str] = []
+        for line in text_lines:
+            if len(line) == 1:
+                hole_free.append(line[0] or "")
+                continue
+            between = ("\n" if fixed else "") + "".join(f"{hole_free_line}\n" for hole_free_line in hole_free)
+            start, rest = _soft_broken_start(line[0] or "")
+            fixed.append(_quoted_printable(between.encode("utf-8")) + start)
+            if line_literals:
+                line_literals[-1] += "\n" + rest
+            else:
+                line_literals.append(rest)
+            line_literals.extend(piece for piece in line[2::2] if piece is not None)
+            hole_free = []
+        fixed.append(_quoted_printable("".join(f"\n{line}" for line in hole_free).encode("utf-8")))
+        lines = Template(tuple(line_literals), text.holes)
+        more_bytes = sum(len(literal.encode("utf-8")) for literal in text.literals) - sum(
+            len(literal.encode("utf-8")) for literal in line_literals
+        )
+        return cls(None, lines, tuple(fixed), more_bytes, not hole_free)
+
+    def encode(self, text: str, filled: list[str]) -> tuple[bytes, bytes]:
+        """The part's encoding and content for `text`, this template filled with `filled`."""
+        if self.constant is not None:
+            return self.constant
+        if self.lines is None:
+            return _text_part(text)
+        data = self.lines.join(filled).encode("utf-8")
+        size = len(data) + self.more_bytes
+        each = data.split(b"\n")
+        if (size - len(text)) * 8 > size or len(each) != len(self.fixed) - 1:
+            return _text_part(text)  # base64, or a value holding a line break
+        # _quoted_printable's test for plain lines, whitespace at their ends read off their last bytes
+        # (quicker than searching the text for whitespace before a line break).
+        last_bytes = b"".join(map(LAST_BYTE, each))
+        if b"\x01" in data.translate(QP_MARKS) or b" " in last_bytes or b"\t" in last_bytes:
+            if b"\r" in data:
+                return _text_part(text)
+            # Each line as it is in the text: followed by a line break, but the text's last.
+            encoded = [_quoted_printable(line + b"\n")[:-2] for line in each]
+            if self.ends_text:
+                encoded[-1] = _quoted_printable(each[-1])
+        else:
+            encoded = [line if len(line) <= QP_LINE else _soft_breaks(line) for line in each]
+        out = [b""] * (2 * len(encoded) + 1)
+        out[0::2] = self.fixed
+        out[1::2] = encoded
+        return b"quoted-printable", _leading_dots_escaped(b"".join(out))
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +279,7 @@ class CompiledCampaign:
     subject_template: Template
     html_template: Template
     text_template: Template
+    text_part: TextPartTemplate
     # The URL of each link, or None when merge tags make it differ by recipient.
     fixed_link_urls: tuple[str | None, ...]
     # Headers the same for every email of the campaign (List-Id, Feedback-ID, Reply-To).
@@ -272,6 +381,7 @@ def compile_campaign(
     html_pieces = _pieces(body)
     subject_pieces = _pieces(subject)
     text_pieces = _pieces(text)
+    text_template = Template.of(text_pieces)
     tag_names = {p.name for p in [*html_pieces, *subject_pieces, *text_pieces] if isinstance(p, Tag)}
     tag_names |= {p.name for link in links for p in link if isinstance(p, Tag)}
     return CompiledCampaign(
@@ -285,7 +395,8 @@ def compile_campaign(
         uses_custom_fields=bool(tag_names - STANDARD_FIELDS),
         subject_template=Template.of(subject_pieces),
         html_template=Template.of(html_pieces),
-        text_template=Template.of(text_pieces),
+        text_template=text_template,
+        text_part=TextPartTemplate.of(text_template),
         fixed_link_urls=tuple(
             None if any(isinstance(p, Tag) for p in link) else _join_url(link, {}) for link in links
         ),
@@ -347,6 +458,8 @@ class Filled:
     html: str
     text: str
     unsubscribe_url: str
+    # What fills each hole of the text (CompiledCampaign.text_part encodes the text from them).
+    text_values: list[str]
 
 
 def fill_parts(compiled: CompiledCampaign, recipient: Recipient, tokens: MailTokens, base_url: str) -> Filled:
@@ -367,11 +480,13 @@ def fill_parts(compiled: CompiledCampaign, recipient: Recipient, tokens: MailTok
         slots["web_version"] = values[WEB_VERSION_TAG] = (
             f"{base_url}/w/{tokens.web_version_token(deliverable_id, compiled.campaign_id)}"
         )
+    text_values = compiled.text_template.hole_values(values, link_urls, slots)
     return Filled(
         subject=compiled.subject_template.fill(values, link_urls, slots, None),
         html=compiled.html_template.fill(values, link_urls, slots, html.escape),
-        text=compiled.text_template.fill(values, link_urls, slots, None),
+        text=compiled.text_template.join(text_values),
         unsubscribe_url=unsubscribe_url,
+        text_values=text_values,
     )
 
 
@@ -387,7 +502,7 @@ def render(
     is about (app/mail/bounces/bounce_mailbox.py); without one, the campaign's from address."""
     deliverable_id = recipient.deliverable_id
     filled = fill_parts(compiled, recipient, tokens, base_url)
-    subject, html_body, text_body = filled.subject, filled.html, filled.text
+    subject, html_body = filled.subject, filled.html
     unsubscribe_url = filled.unsubscribe_url
     host = _host_of(base_url)
     mailto = _unsubscribe_mailto(tokens, deliverable_id, bounce_domain)
@@ -407,7 +522,8 @@ def render(
         *compiled.campaign_headers,
         "MIME-Version: 1.0",
     ]
-    message = multipart_alternative(headers, text_body, html_body)
+    text_encoding, text_part = compiled.text_part.encode(filled.text, filled.text_values)
+    message = _alternative_message(headers, text_encoding, text_part, html_body)
     envelope_from = (
         f"{VERP_PREFIX}{tokens.verp_token(deliverable_id)}@{bounce_domain}"
         if bounce_domain
@@ -432,7 +548,11 @@ def multipart_alternative(headers: list[str], text_body: str, html_body: str) ->
     A WireMessage (ready for SMTP's DATA as it is) when the headers hold no line break but CRLF
     folding and start no line with "."; the parts are encoded so, and the boundaries are ours (starting
     with "=_", which quoted-printable never writes)."""
-    text_encoding, text_part = _text_part(text_body)
+    return _alternative_message(headers, *_text_part(text_body), html_body)
+
+
+def _alternative_message(headers: list[str], text_encoding: bytes, text_part: bytes, html_body: str) -> bytes:
+    """multipart_alternative's message, its text part already encoded."""
     # "=_" keeps the boundary out of either part; the rest only tells it from others' boundaries, so it
     # needs no secret randomness (os.urandom was a system call an email, 1 to 6 us).
     boundary = b"=_%024x" % random.getrandbits(96)
@@ -470,20 +590,39 @@ def _text_part(text: str) -> tuple[bytes, bytes]:
     data = text.encode("utf-8")
     if (len(data) - len(text)) * 8 > len(data):
         return b"base64", _base64_bytes(data)
+    return b"quoted-printable", _leading_dots_escaped(_quoted_printable(data))
+
+
+def _quoted_printable(data: bytes) -> bytes:
+    """binascii.b2a_qp's text encoding with CRLF line endings (a leading "." left as it is)."""
     marked = data.translate(QP_MARKS)
     if b"\x01" in marked or b"\x00\n" in marked or marked.endswith(b"\x00"):
         encoded = binascii.b2a_qp(data, istext=True)
-        encoded = (
+        return (
             LINE_ENDINGS.sub(CRLF_BYTES, encoded) if b"\r" in encoded else encoded.replace(b"\n", CRLF_BYTES)
         )
-    else:
-        encoded = CRLF_BYTES.join(
-            [line if len(line) <= QP_LINE else _soft_breaks(line) for line in data.split(b"\n")]
-        )
-    # No line starting with "." (the content is not dot-stuffed: WireMessage).
+    return CRLF_BYTES.join(
+        [line if len(line) <= QP_LINE else _soft_breaks(line) for line in data.split(b"\n")]
+    )
+
+
+def _leading_dots_escaped(encoded: bytes) -> bytes:
+    """No line starting with "." (the content is not dot-stuffed: WireMessage)."""
     if encoded.startswith(b"."):
         encoded = b"=2E" + encoded[1:]
-    return b"quoted-printable", encoded.replace(b"\n.", b"\n=2E")
+    return DOT_AFTER_LINE_BREAK.sub(b"\n=2E", encoded)
+
+
+def _soft_broken_start(start: str) -> tuple[bytes, str]:
+    """The start of a line before its first hole cut in two: the soft-broken lines that whatever
+    follows leaves as they are, encoded (each ending with its soft break), and the rest. Those are
+    the 75-character pieces up to its first byte written as a code, less the last two characters:
+    binascii puts a soft break before a line's 76th character, of plain ASCII, when another follows."""
+    data = start.encode("utf-8")
+    code = data.translate(QP_MARKS).find(b"\x01")
+    plain = len(data) if code < 0 else code + 1
+    cut = max(0, (min(plain, len(data)) - 2) // (QP_LINE - 1)) * (QP_LINE - 1)
+    return b"".join(data[at : at + QP_LINE - 1] + b"=\r\n" for at in range(0, cut, QP_LINE - 1)), start[cut:]
 
 
 def _soft_breaks(line: bytes) -> bytes:

@@ -1,14 +1,24 @@
 """The text part's quoted-printable: the same bytes as binascii's encoder (with CRLF line endings and
 no line starting with "."), whichever way render.py takes to them (plain lines cut by itself, anything
-else through binascii)."""
+else through binascii; a campaign's lines without a hole encoded once, TextPartTemplate)."""
 
 from __future__ import annotations
 
 import binascii
 import random
 
-from app.mail.sending.render import _text_part
+from app.mail.sending.render import (
+    Recipient,
+    Tag,
+    Template,
+    TextPartTemplate,
+    _text_part,
+    compile_campaign,
+    fill_parts,
+    render,
+)
 from app.mail.sending.smtp import DOT_AT_LINE_START, LINE_ENDINGS
+from app.mail.sending.tokens import MailTokens
 
 # Pieces that meet each of binascii's rules: soft breaks at 75 and 76 characters, "=", a lone dot,
 # whitespace before a line ending and at the end, control characters, CR, non-ASCII.
@@ -67,3 +77,88 @@ def test_a_plain_text_part_with_long_lines_reads_back() -> None:
     assert encoding == b"quoted-printable"
     assert all(len(line) <= 76 for line in content.split(b"\r\n"))
     assert binascii.a2b_qp(content.replace(b"\r\n", b"\n")).decode() == text
+
+
+# A text template's literals and values, for TextPartTemplate: every rule above, lines of 74 to 78
+# characters that a hole may end or cut, dots at line starts, text that tips the part into base64.
+LITERAL_PIECES = [
+    *PIECES,
+    "",
+    "Hello ",
+    ", ",
+    "\n.",
+    ".\n",
+    " \n",
+    "\t\n",
+    "=\n",
+    "\n\n",
+    *("q" * length for length in range(70, 80)),
+    *("\n" + "r" * length for length in range(72, 79)),
+    *("s" * length + "\n" for length in range(72, 79)),
+    "\u043f\u0440\u0438\u0432\u0435\u0442" * 8,
+    "\u20ac",
+]
+VALUES = [
+    "",
+    "Ann",
+    "Jos\u00e9",
+    ".",
+    "..",
+    "=",
+    " ",
+    "\t",
+    "a ",
+    "x" * 75,
+    "https://example.com/t/c/" + "A" * 90,
+    "\u0416" * 40,
+    "line\nbreak",
+    "\n",
+    "cr\r",
+    "nul\x00",
+    "\n.",
+]
+
+
+def random_template(rng: random.Random) -> Template:
+    holes = rng.randint(0, 6)
+    literals = tuple(
+        "".join(rng.choice(LITERAL_PIECES) for _ in range(rng.choice([0, 1, 1, 2, 3, 6, 12])))
+        for _ in range(holes + 1)
+    )
+    return Template(literals, tuple(Tag(f"v{index}", "") for index in range(holes)))
+
+
+def test_a_template_encoded_once_and_filled_gives_the_text_part_of_the_filled_text() -> None:
+    rng = random.Random(46)
+    for _ in range(6_000):
+        template = random_template(rng)
+        text_part = TextPartTemplate.of(template)
+        for _ in range(4):
+            # Mostly plain values (the common case: the encoded lines kept), now and then anything.
+            pool = VALUES if rng.random() < 0.5 else VALUES[:2] + VALUES[9:11]
+            filled = [rng.choice(pool) for _ in template.holes]
+            text = template.join(filled)
+            assert text_part.encode(text, filled) == _text_part(text), (template, filled)
+
+
+def test_a_line_cut_at_every_length_before_and_after_a_hole() -> None:
+    for length in range(140, 240):
+        for head in ("", "a" * 3, ". ", "\u00e9 ", "x=y "):
+            line = (head + "word. " * 50)[:length]
+            for at in (0, 1, 73, 74, 75, 76, 77, 149, 150, 151, length - 1, length):
+                template = Template((line[:at], line[at:] + "\n.next"), (Tag("v", ""),))
+                text_part = TextPartTemplate.of(template)
+                for value in ("", "Ann", "z" * 75, ". ", "=", "\u00e9"):
+                    text = template.join([value])
+                    assert text_part.encode(text, [value]) == _text_part(text), (line, at, value)
+
+
+def test_a_campaign_renders_the_text_part_of_its_filled_text() -> None:
+    text = "Hi {{ first_name }},\n" + "word " * 30 + "{{ email }} (https://example.com/a)\n.end {{ x }}"
+    compiled = compile_campaign(1, "Subject", "<p>x</p>", "Us", "us@example.com", text_source=text)
+    tokens = MailTokens("k" * 48)
+    for first_name, x in [("Ann", "plain"), ("Jos\u00e9", "a = b"), (".", "two\nlines"), ("", " ")]:
+        recipient = Recipient(7, "ann@example.com", first_name, None, {"x": x})
+        filled = fill_parts(compiled, recipient, tokens, "https://t.example")
+        message = render(compiled, recipient, tokens, "https://t.example").message
+        assert _text_part(filled.text)[1] in message

@@ -127,7 +127,7 @@ def test_the_page_is_limited_per_client(
 
 
 def _filled(html: str, subject: str = "Hi <you>") -> Filled:
-    return Filled(subject=subject, html=html, text="", unsubscribe_url="")
+    return Filled(subject=subject, html=html, text="", unsubscribe_url="", text_values=[])
 
 
 def test_a_fragment_becomes_a_page_with_a_language_and_the_subject_as_its_title() -> None:
