@@ -556,9 +556,11 @@ def _alternative_message(headers: list[str], text_encoding: bytes, text_part: by
     # "=_" keeps the boundary out of either part; the rest only tells it from others' boundaries, so it
     # needs no secret randomness (os.urandom was a system call an email, 1 to 6 us).
     boundary = b"=_%024x" % random.getrandbits(96)
+    # The headers joined and checked as one string, not one by one (a dozen calls an email).
+    head = CRLF.join(headers)
     message = CRLF_BYTES.join(
         [
-            *(header.encode("utf-8") for header in headers),
+            head.encode("utf-8"),
             b'Content-Type: multipart/alternative; boundary="' + boundary + b'"',
             b"",
             b"--" + boundary,
@@ -575,12 +577,13 @@ def _alternative_message(headers: list[str], text_encoding: bytes, text_part: by
             b"",
         ]
     )
-    return WireMessage(message) if all(_wire_safe(header) for header in headers) else message
+    return WireMessage(message) if _wire_safe(head) else message
 
 
-def _wire_safe(header: str) -> bool:
-    unfolded = header.replace(CRLF, "")
-    return not ("\r" in unfolded or "\n" in unfolded or header.startswith(".") or "\n." in header)
+def _wire_safe(head: str) -> bool:
+    """Whether header lines (joined by CRLF) hold no line break but CRLF and start no line with "."."""
+    unfolded = head.replace(CRLF, "")
+    return not ("\r" in unfolded or "\n" in unfolded or head.startswith(".") or "\n." in head)
 
 
 def _text_part(text: str) -> tuple[bytes, bytes]:

@@ -9,6 +9,8 @@ import email.policy
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
+
 from app.mail.sending.render import Recipient, compile_campaign, html_to_text, multipart_alternative, render
 from app.mail.sending.smtp import WireMessage
 from app.mail.sending.tokens import MailTokens
@@ -194,3 +196,24 @@ def test_a_mostly_ascii_text_part_is_quoted_printable_and_another_script_base64(
         part = parsed.get_body(("plain",))
         assert part["Content-Transfer-Encoding"] == encoding
         assert part.get_content().replace("\r\n", "\n") == text
+
+
+@pytest.mark.parametrize(
+    ("headers", "ready"),
+    [
+        (["From: <a@example.com>", "List-Unsubscribe:\r\n <https://x.example/u>"], True),
+        (["From: <a@example.com>", "Subject: a\nb"], False),
+        (["From: <a@example.com>", "Subject: a\r"], False),
+        (["From: <a@example.com>\r", "\nSubject: b"], False),
+        (["From: <a@example.com>", ".Subject: b"], False),
+        (["From: <a@example.com>", "Subject: a\r\n.b"], False),
+        ([".From: <a@example.com>"], False),
+    ],
+)
+def test_a_message_is_ready_for_data_only_when_its_headers_break_lines_by_crlf_and_start_none_with_a_dot(
+    headers: list[str], ready: bool
+) -> None:
+    """The headers are checked joined, as they are written: a bare CR or LF anywhere, or a line starting
+    with "." (DATA would end there), leaves the message to SMTP's own fixing (smtp._content)."""
+    message = multipart_alternative(headers, "text", "<p>html</p>")
+    assert isinstance(message, WireMessage) is ready
