@@ -5,6 +5,7 @@ and a send worker's emails on the loopback SMTP server."""
 
 from __future__ import annotations
 
+import base64
 import logging
 import random
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from typing import Any
 
 import dkim
 import pytest
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
@@ -449,6 +451,7 @@ RSA_KEY = SigningKey(
     b"example.com", b"s1", "rsa", rsa.generate_private_key(public_exponent=65537, key_size=2048)
 )
 ED25519_KEY = SigningKey(b"example.com", b"e1", "ed25519", ed25519.Ed25519PrivateKey.generate())
+RSA_1024_PRIVATE = rsa.generate_private_key(public_exponent=65537, key_size=1024)
 NOW = 1_795_000_000
 
 
@@ -479,18 +482,15 @@ def test_rendered_emails_take_the_fast_path_and_sign_as_the_parsing_path_does() 
                 ours = signature_header(message, key, now=NOW, unsigned=unsigned)
                 assert ours == _signature_header_by_parsing(message, key, now=NOW, unsigned=unsigned)
     signed = signature_header(message, RSA_KEY, now=NOW) + message
-    assert dkim.DKIM(signed).verify(dnsfunc=dns_of(_record_of(RSA_KEY)))
+    assert dkim.DKIM(signed).verify(dnsfunc=dns_of(record_of(RSA_KEY)))
 
 
-def _record_of(key: SigningKey) -> KeyRecord:
-    from cryptography.hazmat.primitives import serialization
-
+def record_of(key: SigningKey) -> KeyRecord:
+    """The DNS record of an RSA key made in the test, not stored."""
     assert isinstance(key.private, rsa.RSAPrivateKey)
     public = key.private.public_key().public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    import base64
-
     txt = f"v=DKIM1; k=rsa; p={base64.b64encode(public).decode('ascii')}"
     return KeyRecord(key.domain.decode(), key.selector.decode(), "rsa", utcnow(), txt, signing=True)
 
@@ -576,18 +576,18 @@ def test_random_messages_sign_the_same_either_way() -> None:
 @pytest.mark.parametrize("now", [0, 7, 1_795_000_000, 12_345_678_901])
 @pytest.mark.parametrize("selector", [b"s", b"s1", b"selector-with-a-long-name-2026-11"])
 def test_the_signature_is_folded_as_dkimpy_folds_it(now: int, selector: bytes) -> None:
-    """Other lengths of t=, s= and b= (RSA-1024 and -4096 too): the same folding as dkim.fold's."""
+    """Other lengths of t=, d=, s= and b= (RSA-1024, RSA-2048, Ed25519): the same folding as dkim.fold's."""
     message = rendered()
-    for private in (
-        rsa.generate_private_key(public_exponent=65537, key_size=1024),
-        ed25519.Ed25519PrivateKey.generate(),
-    ):
-        key = SigningKey(b"a-rather-long-sending-domain.example.com", selector, "rsa", private)
-        if isinstance(private, ed25519.Ed25519PrivateKey):
-            key = SigningKey(b"example.com", selector, "ed25519", private)
-        ours = signature_header(message, key, now=now)
-        assert ours == _signature_header_by_parsing(message, key, now=now)
-        assert ours.startswith(SIGNATURE_NAME + b": ") and ours.endswith(b"\r\n")
+    for domain in (b"example.com", b"a-rather-long-sending-domain.example.com"):
+        for algorithm, private in (
+            ("rsa", RSA_1024_PRIVATE),
+            ("rsa", RSA_KEY.private),
+            ("ed25519", ED25519_KEY.private),
+        ):
+            key = SigningKey(domain, selector, algorithm, private)
+            ours = signature_header(message, key, now=now)
+            assert ours == _signature_header_by_parsing(message, key, now=now)
+            assert ours.startswith(SIGNATURE_NAME + b": ") and ours.endswith(b"\r\n")
 
 
 def test_insertions_are_found_only_when_there_are_only_insertions() -> None:
