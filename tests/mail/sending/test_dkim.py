@@ -5,6 +5,7 @@ and a send worker's emails on the loopback SMTP server."""
 
 from __future__ import annotations
 
+import base64
 import logging
 import random
 from collections.abc import Callable
@@ -13,13 +14,26 @@ from typing import Any
 
 import dkim
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.kit.time import utcnow
 from app.mail.dkim_service import KeyRecord, create_key, delete_key
-from app.mail.sending.dkim import DkimSigner, header_hash_input, parse_header_block, relaxed_body
+from app.mail.sending.dkim import (
+    SIGNATURE_NAME,
+    DkimSigner,
+    Insertions,
+    SigningKey,
+    _clean_signed_headers,
+    _signature_header_by_parsing,
+    header_hash_input,
+    parse_header_block,
+    relaxed_body,
+    signature_header,
+)
 from app.mail.sending.render import Recipient, compile_campaign, render
 from app.mail.sending.smtp import WireMessage
 from app.mail.sending.tokens import MailTokens
@@ -431,3 +445,154 @@ def test_random_bodies_are_made_relaxed_as_dkimpy_makes_them() -> None:
     bodies += [rendered(), rendered(html=LONG_HTML)]
     for body in bodies:
         assert relaxed_body(body) == relaxed.canonicalize_body(body), body
+
+
+RSA_KEY = SigningKey(
+    b"example.com", b"s1", "rsa", rsa.generate_private_key(public_exponent=65537, key_size=2048)
+)
+ED25519_KEY = SigningKey(b"example.com", b"e1", "ed25519", ed25519.Ed25519PrivateKey.generate())
+RSA_1024_PRIVATE = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+NOW = 1_795_000_000
+
+
+def signed_or_error(message: bytes, key: SigningKey, sign: Callable[..., bytes], **options: Any) -> Any:
+    try:
+        return sign(message, key, now=NOW, **options)
+    except Exception as exc:  # the same error both ways, for a message neither can sign
+        return type(exc)
+
+
+def fast_path_taken(message: bytes, unsigned: tuple[bytes, ...] = ()) -> bool:
+    end = message.find(b"\r\n\r\n")
+    return end >= 0 and _clean_signed_headers(message[: end + 2], unsigned) is not None
+
+
+def test_rendered_emails_take_the_fast_path_and_sign_as_the_parsing_path_does() -> None:
+    """Both key kinds, with and without headers left unsigned, a Reply-To and folded non-ASCII headers:
+    the same header, byte for byte, as the path that parses every header."""
+    rng = random.Random(48)
+    for n in range(30):
+        words = ["Héllo", "{{ first_name }}", "a  b", "✓", "déjà", "x" * rng.randint(1, 90)]
+        subject = " ".join(rng.choice(words) for _ in range(rng.randint(1, 8)))
+        html = "<p>" + "  ".join(rng.choice(words) for _ in range(rng.randint(1, 60))) + f" {n}</p>"
+        message = rendered(html=html, subject=subject, from_name=rng.choice(["Zoë Müller", "News", ""]))
+        assert fast_path_taken(message), message
+        for key in (RSA_KEY, ED25519_KEY):
+            for unsigned in ((), (b"date", b"message-id")):
+                ours = signature_header(message, key, now=NOW, unsigned=unsigned)
+                assert ours == _signature_header_by_parsing(message, key, now=NOW, unsigned=unsigned)
+    signed = signature_header(message, RSA_KEY, now=NOW) + message
+    assert dkim.DKIM(signed).verify(dnsfunc=dns_of(record_of(RSA_KEY)))
+
+
+def record_of(key: SigningKey) -> KeyRecord:
+    """The DNS record of an RSA key made in the test, not stored."""
+    assert isinstance(key.private, rsa.RSAPrivateKey)
+    public = key.private.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    txt = f"v=DKIM1; k=rsa; p={base64.b64encode(public).decode('ascii')}"
+    return KeyRecord(key.domain.decode(), key.selector.decode(), "rsa", utcnow(), txt, signing=True)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        b"From: a@example.com\nTo: b@example.com\r\n\r\nbody\r\n",  # a bare LF
+        b"From: a@example.com\r\nSubject: a\r\n\tfolded with a tab\r\n\r\nbody\r\n",
+        b"From: a@example.com\r\nSubject: a  run of spaces\r\n\r\nbody\r\n",
+        b"From: a@example.com\r\nSubject: a space before the line end \r\n\r\nbody\r\n",
+        b"From: a@example.com\r\nSubject: a fold after a space \r\n continued\r\n\r\nbody\r\n",
+        b"From: a@example.com\r\nSubject:\ta tab\r\n\r\nbody\r\n",
+        b"From: a@example.com\r\nSubject: a form feed\x0c\r\n\r\nbody\r\n",
+        b"From: a@example.com\r\nSubject: a lone\rCR\r\n\r\nbody\r\n",
+        b"From: a@example.com\r\nTO : a name with a space\r\n\r\nbody\r\n",
+        b"From sender@example.com Thu Nov 26 10:00:00 2026\r\nFrom: a@example.com\r\n\r\nbody\r\n",
+        b"From: a@example.com\r\nno colon\r\n\r\nbody\r\n",
+        b"From: a@example.com\r\nnocolon\r\n\r\nbody\r\n",
+        b" continues nothing\r\nFrom: a@example.com\r\n\r\nbody\r\n",
+        b"From: a@example.com\r\nTo: b@example.com\r\n",  # no empty line, no body
+        b"From: a@example.com\n\nan LF message, not rendered by us\n",
+        b"\r\n\r\nno headers\r\n",
+    ],
+)
+def test_unusual_messages_go_the_parsing_path(message: bytes) -> None:
+    assert not fast_path_taken(message)
+    for key in (RSA_KEY, ED25519_KEY):
+        ours = signed_or_error(message, key, signature_header)
+        assert ours == signed_or_error(message, key, _signature_header_by_parsing)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        b"From: a@example.com\r\nFrom: b@example.com\r\nTo: c@example.com\r\nfrom: d@example.com\r\n"
+        b"\r\nbody\r\n",  # a header named twice (and a third time in lowercase)
+        b"FROM:a@example.com\r\nSubject:\r\nList-Unsubscribe:\r\n <https://example.com/u>,\r\n"
+        b" <mailto:u@example.com>\r\n\r\n",  # no space after the colon, an empty value, folds, no body
+        b"From: a@example.com\r\n\r\n",  # no body at all
+        b"X-Only: nothing signed but From's oversigning\r\n\r\nbody",
+    ],
+)
+def test_clean_but_unusual_headers_take_the_fast_path_and_sign_as_the_parsing_path_does(
+    message: bytes,
+) -> None:
+    assert fast_path_taken(message)
+    for key in (RSA_KEY, ED25519_KEY):
+        assert signature_header(message, key, now=NOW) == _signature_header_by_parsing(message, key, now=NOW)
+
+
+def clean_header_block(rng: random.Random) -> bytes:
+    """Header lines as render.py writes them (single spaces, CRLF folds before a space), names repeated
+    in any case, values empty or not, now and then a colon without a space after it."""
+    names = [b"From", b"To", b"Subject", b"List-Unsubscribe", b"from", b"TO", b"X-Other", b"Content-Type"]
+    words = [b"value", b"d\xc3\xa9j\xc3\xa0", b"a:b", b"<u@example.com>", b";", b"=?utf-8?q?x?=", b","]
+    lines = []
+    for _ in range(rng.randint(1, 12)):
+        value = b" ".join(rng.choice(words) for _ in range(rng.randint(0, 5)))
+        folds = b"".join(b"\r\n " + rng.choice(words) for _ in range(rng.choice([0, 0, 1, 2])))
+        line = rng.choice(names) + (b":" if not value or rng.random() < 0.1 else b": ") + value + folds
+        lines.append(line)
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def test_random_messages_sign_the_same_either_way() -> None:
+    """Random header blocks (well formed or not) over random bodies: the same header or the same error."""
+    rng = random.Random(4848)
+    pieces = [b"a", b" ", b"  ", b"\t", b"\r\n", b" \r\n", b"\r\n\r\n", b"SGVsbG8=", b"\n"]
+    fast = 0
+    for _ in range(1500):
+        body = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 20)))
+        block = random_header_block(rng) if rng.random() < 0.5 else clean_header_block(rng)
+        message = block + body
+        fast += fast_path_taken(message)
+        for key in (RSA_KEY, ED25519_KEY) if rng.random() < 0.2 else (ED25519_KEY,):
+            ours = signed_or_error(message, key, signature_header, unsigned=(b"subject",))
+            theirs = signed_or_error(message, key, _signature_header_by_parsing, unsigned=(b"subject",))
+            assert ours == theirs, message
+    assert 400 < fast < 1100  # both paths were taken often
+
+
+@pytest.mark.parametrize("now", [0, 7, 1_795_000_000, 12_345_678_901])
+@pytest.mark.parametrize("selector", [b"s", b"s1", b"selector-with-a-long-name-2026-11"])
+def test_the_signature_is_folded_as_dkimpy_folds_it(now: int, selector: bytes) -> None:
+    """Other lengths of t=, d=, s= and b= (RSA-1024, RSA-2048, Ed25519): the same folding as dkim.fold's."""
+    message = rendered()
+    for domain in (b"example.com", b"a-rather-long-sending-domain.example.com"):
+        for algorithm, private in (
+            ("rsa", RSA_1024_PRIVATE),
+            ("rsa", RSA_KEY.private),
+            ("ed25519", ED25519_KEY.private),
+        ):
+            key = SigningKey(domain, selector, algorithm, private)
+            ours = signature_header(message, key, now=now)
+            assert ours == _signature_header_by_parsing(message, key, now=now)
+            assert ours.startswith(SIGNATURE_NAME + b": ") and ours.endswith(b"\r\n")
+
+
+def test_insertions_are_found_only_when_there_are_only_insertions() -> None:
+    made = Insertions.between(b"abc def", b"ab\r\n c\r\n def")
+    assert made is not None and made.apply(b"xyz uvw") == b"xy\r\n z\r\n uvw"
+    assert Insertions.between(b"abc", b"abc") == Insertions((slice(0, None),), ())
+    assert Insertions.between(b"abc", b"ab") is None  # a byte removed
+    assert Insertions.between(b"abc", b"abd") is None  # a byte changed
