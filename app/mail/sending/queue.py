@@ -22,6 +22,7 @@ from sqlalchemy import (
     Integer,
     String,
     Table,
+    all_,
     and_,
     any_,
     bindparam,
@@ -37,9 +38,9 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Update
-from sqlalchemy.sql.selectable import CompoundSelect
+from sqlalchemy.sql.selectable import CompoundSelect, Select
 
-from app.db import PsycopgStatement, among, psycopg_connection, skip_locked, upsert
+from app.db import PsycopgStatement, psycopg_connection, skip_locked, upsert
 from app.identity.accounts import daily_cap
 from app.kit.time import account_zone, local_day, start_of_next_day
 from app.mail.bounces.blocked import Refusal, attempted_at, blocked_by_domain, record_blocked
@@ -263,26 +264,45 @@ def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
     # PostgreSQL misjudges a NOT EXISTS there and sorts the whole queue instead of reading its index in
     # order.
     paused = session.scalars(_paused_campaigns()).all()
-    due = [Deliverable.state == DeliverableState.QUEUED, Deliverable.send_after <= now]
+    postgres = session.get_bind().dialect.name == "postgresql"
+    parameters: dict[str, Any] = {"now": now, "size": size}
     if paused:
-        due.append(~among(session, Deliverable.campaign_id, paused, Integer()))
+        parameters["paused"] = list(paused)
+    return session.execute(_due_rows_statement(postgres, bool(paused)), parameters).all()
+
+
+@cache
+def _due_rows_statement(postgres: bool, skip_paused: bool) -> Select[Any]:
+    """Built once for each case: made afresh on every claim, the statement and its cache key cost more
+    CPU than running it."""
+    table = cast(Table, Deliverable.__table__)
+    due = [
+        table.c.state == DeliverableState.QUEUED,
+        table.c.send_after <= bindparam("now", type_=table.c.send_after.type),
+    ]
+    if skip_paused:
+        due.append(
+            table.c.campaign_id != all_(bindparam("paused", type_=postgresql.ARRAY(Integer())))
+            if postgres
+            else table.c.campaign_id.not_in(bindparam("paused", expanding=True))
+        )
     # The rows to take, locked, on their own: a single-table query down the queue's partial index in
     # its order, which stops after `size` rows (fan_out_due keeps the planner's idea of the
     # queue's size current). Joined to contacts and campaigns in the same query, the planner could
     # start from the campaign and sort every queued row of it on each claim.
     head = (
         select(
-            Deliverable.id,
-            Deliverable.account_id,
-            Deliverable.campaign_id,
-            Deliverable.contact_id,
-            Deliverable.attempts,
-            Deliverable.send_after,
+            table.c.id,
+            table.c.account_id,
+            table.c.campaign_id,
+            table.c.contact_id,
+            table.c.attempts,
+            table.c.send_after,
         )
         .where(*due)
-        .order_by(Deliverable.send_after, Deliverable.id)
-        .limit(size)
-        .with_for_update(**skip_locked(session))
+        .order_by(table.c.send_after, table.c.id)
+        .limit(bindparam("size", type_=Integer()))
+        .with_for_update(skip_locked=postgres)
         .subquery("head")
     )
     sendable = and_(
@@ -291,7 +311,7 @@ def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
         Contact.bounced_at.is_(None),
         Suppression.id.is_(None),
     )
-    return session.execute(
+    return (
         select(
             head.c.id,
             head.c.account_id,
@@ -309,7 +329,7 @@ def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
             and_(Suppression.account_id == head.c.account_id, Suppression.email_key == Contact.email_key),
         )
         .order_by(head.c.send_after, head.c.id)
-    ).all()
+    )
 
 
 @cache
@@ -414,8 +434,9 @@ def _apply_account_limits(
     midnight. The account rows are locked only when one of the two applies.
     """
     account_ids = sorted({row.account_id for row in rows})
-    own_caps = select(Account.id, Account.daily_send_limit).where(Account.id.in_(account_ids))
-    caps: dict[int, int | None] = {account_id: cap for account_id, cap in session.execute(own_caps)}
+    caps: dict[int, int | None] = {
+        account_id: cap for account_id, cap in session.execute(_own_caps_statement(), {"ids": account_ids})
+    }
 
     def cap_of(account_id: int) -> int:
         return daily_cap(caps.get(account_id), limits.daily_send_limit)
@@ -424,10 +445,7 @@ def _apply_account_limits(
     if not limited:
         return list(rows), []
     accounts = {
-        account.id: account
-        for account in session.scalars(
-            select(Account).where(Account.id.in_(limited)).order_by(Account.id).with_for_update()
-        )
+        account.id: account for account in session.scalars(_locked_accounts_statement(), {"ids": limited})
     }
     zones = {account.id: account_zone(account.timezone) for account in accounts.values()}
     allowed: list[Claimed] = []
@@ -458,19 +476,52 @@ def _apply_account_limits(
     return allowed, deferred
 
 
+@cache
+def _own_caps_statement() -> Select[int, int | None]:
+    """Built once (see _due_rows_statement), its ids one expanding parameter."""
+    return select(Account.id, Account.daily_send_limit).where(
+        Account.id.in_(bindparam("ids", expanding=True))
+    )
+
+
+@cache
+def _locked_accounts_statement() -> Select[Account]:
+    """Built once (see _due_rows_statement), its ids one expanding parameter."""
+    return (
+        select(Account)
+        .where(Account.id.in_(bindparam("ids", expanding=True)))
+        .order_by(Account.id)
+        .with_for_update()
+    )
+
+
 def custom_fields_of(session: Session, contact_ids: Iterable[int]) -> dict[int, dict[str, str]]:
     """Custom field values of the given contacts, by contact id and lowercased field name."""
     found: dict[int, dict[str, str]] = defaultdict(dict)
     ids = list(contact_ids)
     if not ids:
         return found
-    for contact_id, name, value in session.execute(
-        select(ContactFieldValue.contact_id, ContactField.name, ContactFieldValue.value)
-        .join(ContactField, ContactField.id == ContactFieldValue.field_id)
-        .where(among(session, ContactFieldValue.contact_id, ids, Integer()))
-    ):
+    postgres = session.get_bind().dialect.name == "postgresql"
+    for contact_id, name, value in session.execute(_custom_fields_statement(postgres), {"ids": ids}):
         found[contact_id][name.lower()] = value
     return found
+
+
+@cache
+def _custom_fields_statement(postgres: bool) -> Select[int, str, str]:
+    """Built once (see _due_rows_statement), its ids one parameter (an array on PostgreSQL, as `among`
+    writes it)."""
+    contact_id = ContactFieldValue.contact_id
+    ids = (
+        contact_id == any_(bindparam("ids", type_=postgresql.ARRAY(Integer())))
+        if postgres
+        else contact_id.in_(bindparam("ids", expanding=True))
+    )
+    return (
+        select(ContactFieldValue.contact_id, ContactField.name, ContactFieldValue.value)
+        .join(ContactField, ContactField.id == ContactFieldValue.field_id)
+        .where(ids)
+    )
 
 
 # --- results ------------------------------------------------------------------------------------
