@@ -22,7 +22,6 @@ from sqlalchemy import (
     Integer,
     String,
     Table,
-    all_,
     and_,
     any_,
     bindparam,
@@ -38,7 +37,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Update
-from sqlalchemy.sql.selectable import CompoundSelect, Select
+from sqlalchemy.sql.selectable import Select
 
 from app.db import PsycopgStatement, psycopg_connection, skip_locked, upsert
 from app.identity.accounts import daily_cap
@@ -94,6 +93,9 @@ class Claimed:
     fields: dict[str, str] = field(default_factory=dict)
     # The lease this claim wrote: with the id, it tells this claim's row from a later claim of it.
     lease_until: datetime | None = None
+    # The campaign's updated_at and its account's open-pixel switch, read by the claim: a worker
+    # recompiles the campaign when they differ from those it compiled it from.
+    campaign_stamp: tuple[datetime, bool] = field(kw_only=True)
 
 
 class SendResult(StrEnum):
@@ -237,18 +239,22 @@ def claim_batch(
     With `load_fields` False, `fields` stays empty (the caller loads them if a template needs them).
 
     Rows of a contact that can no longer receive (unsubscribed, bounced, deleted, its address
-    suppressed since the row was queued) are cancelled here;
-    rows of a paused automation stay queued. Pacing and the daily cap move rows they hold back to
-    a later `send_after` instead of leaving them to be claimed again at once.
+    suppressed since the row was queued) are cancelled here; rows of a paused automation or of a held
+    campaign stay queued. Pacing and the daily cap move rows they hold back to a later `send_after`
+    instead of leaving them to be claimed again at once.
     """
     now = aware(now)
-    rows = _due_rows(session, now, size)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    rows = session.execute(_due_rows_statement(postgres), {"now": now, "size": size}).all()
     if not rows:
         return []
     _cancel_unreachable(session, rows, now)
     lease_until = now + limits.lease
     fields = custom_fields_of(session, [row[3] for row in rows if row[-1]]) if load_fields else {}
-    allowed, deferred = _apply_account_limits(session, _claims_of(rows, fields, lease_until), now, limits)
+    caps = {row[1]: row[8] for row in rows}  # each account's own daily cap, by account id
+    allowed, deferred = _apply_account_limits(
+        session, _claims_of(rows, fields, lease_until), caps, now, limits
+    )
     _defer(session, deferred, now)
     if not allowed:
         return []
@@ -256,40 +262,30 @@ def claim_batch(
     return allowed
 
 
-def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
-    """Up to `size` due deliverables, locked, in queue order, each with its contact's address and names
-    and whether the contact can still receive (the last column)."""
-    # Campaigns of paused automations and campaigns held by their sender (paused or cancelled), usually
-    # none, looked up first so that the claim below filters on the deliverables' own columns:
-    # PostgreSQL misjudges a NOT EXISTS there and sorts the whole queue instead of reading its index in
-    # order.
-    paused = session.scalars(_paused_campaigns()).all()
-    postgres = session.get_bind().dialect.name == "postgresql"
-    parameters: dict[str, Any] = {"now": now, "size": size}
-    if paused:
-        parameters["paused"] = list(paused)
-    return session.execute(_due_rows_statement(postgres, bool(paused)), parameters).all()
-
-
 @cache
-def _due_rows_statement(postgres: bool, skip_paused: bool) -> Select[Any]:
-    """Built once for each case: made afresh on every claim, the statement and its cache key cost more
-    CPU than running it."""
+def _due_rows_statement(postgres: bool) -> Select[Any]:
+    """Up to `size` due deliverables, locked, in queue order, each with its contact's address and names,
+    its account's daily cap, the stamp its campaign was compiled from (see Claimed.campaign_stamp), and
+    whether the contact can still receive (the last column). Built once: made afresh on every claim,
+    the statement and its cache key cost more CPU than running it.
+
+    The rows to take, locked, on their own: a single-table query down the queue's partial index in its
+    order, which stops after `size` rows (fan_out_due keeps the planner's idea of the queue's size
+    current). Joined to contacts and campaigns in the same query, the planner could start from the
+    campaign and sort every queued row of it on each claim; joined outside it, by key, they cost a
+    lookup a row.
+    """
     table = cast(Table, Deliverable.__table__)
-    due = [
-        table.c.state == DeliverableState.QUEUED,
-        table.c.send_after <= bindparam("now", type_=table.c.send_after.type),
-    ]
-    if skip_paused:
-        due.append(
-            table.c.campaign_id != all_(bindparam("paused", type_=postgresql.ARRAY(Integer())))
-            if postgres
-            else table.c.campaign_id.not_in(bindparam("paused", expanding=True))
-        )
-    # The rows to take, locked, on their own: a single-table query down the queue's partial index in
-    # its order, which stops after `size` rows (fan_out_due keeps the planner's idea of the
-    # queue's size current). Joined to contacts and campaigns in the same query, the planner could
-    # start from the campaign and sort every queued row of it on each claim.
+    # Campaigns of paused automations and campaigns held by their sender (paused or cancelled), usually
+    # none. NOT IN, not NOT EXISTS: PostgreSQL plans it as one hashed look-up it fills once per claim, a
+    # filter on the index scan, where it misjudged a NOT EXISTS (an anti-join) and sorted the whole
+    # queue instead of reading its index in order. SQLite too runs the list once.
+    paused = (
+        select(Campaign.id)
+        .join(Automation, Automation.id == Campaign.automation_id)
+        .where(Automation.active.is_not(True))
+        .union(select(Campaign.id).where(Campaign.held_at.is_not(None)))
+    )
     head = (
         select(
             table.c.id,
@@ -299,7 +295,11 @@ def _due_rows_statement(postgres: bool, skip_paused: bool) -> Select[Any]:
             table.c.attempts,
             table.c.send_after,
         )
-        .where(*due)
+        .where(
+            table.c.state == DeliverableState.QUEUED,
+            table.c.send_after <= bindparam("now", type_=table.c.send_after.type),
+            table.c.campaign_id.not_in(paused),
+        )
         .order_by(table.c.send_after, table.c.id)
         .limit(bindparam("size", type_=Integer()))
         .with_for_update(skip_locked=postgres)
@@ -321,26 +321,19 @@ def _due_rows_statement(postgres: bool, skip_paused: bool) -> Select[Any]:
             Contact.email,
             Contact.first_name,
             Contact.last_name,
+            Account.daily_send_limit,
+            Campaign.updated_at,
+            Account.track_opens,
             sendable.label("sendable"),
         )
         .join(Contact, Contact.id == head.c.contact_id)
+        .join(Account, Account.id == head.c.account_id)
+        .join(Campaign, Campaign.id == head.c.campaign_id)
         .outerjoin(
             Suppression,
             and_(Suppression.account_id == head.c.account_id, Suppression.email_key == Contact.email_key),
         )
         .order_by(head.c.send_after, head.c.id)
-    )
-
-
-@cache
-def _paused_campaigns() -> CompoundSelect[int]:
-    """Built once (it has no parameters): building a statement and its cache key costs more CPU than
-    running this one, on every claim."""
-    return (
-        select(Campaign.id)
-        .join(Automation, Automation.id == Campaign.automation_id)
-        .where(Automation.active.is_not(True))
-        .union(select(Campaign.id).where(Campaign.held_at.is_not(None)))
     )
 
 
@@ -375,9 +368,10 @@ def _claims_of(
             tries + 1,
             fields.get(contact) or {},
             lease_until,
+            campaign_stamp=(edited, opens),
         )
-        for row_id, account, campaign, contact, tries, email, first, last, sendable in rows
-        if sendable
+        for row_id, account, campaign, contact, tries, email, first, last, _cap, edited, opens, ok in rows
+        if ok
     ]
 
 
@@ -423,7 +417,7 @@ def _mark_sending_statement(postgres: bool) -> Update:
 
 
 def _apply_account_limits(
-    session: Session, rows: Sequence[Claimed], now: datetime, limits: Limits
+    session: Session, rows: Sequence[Claimed], caps: dict[int, int | None], now: datetime, limits: Limits
 ) -> tuple[list[Claimed], list[tuple[int, datetime]]]:
     """Split claimed rows into those to send now and (id, send_after) of those to hold back.
 
@@ -431,12 +425,10 @@ def _apply_account_limits(
     1/rate seconds after the one before, and a row whose slot is more than a second away waits for it.
     The daily cap counts emails handed to workers per day of the account's own time zone
     (`sent_today`, of the local day `sent_day`); over it, rows wait for the account's next local
-    midnight. The account rows are locked only when one of the two applies.
+    midnight. The account rows are locked only when one of the two applies. `caps`: each account's
+    own daily cap, by id, as the claim read it.
     """
     account_ids = sorted({row.account_id for row in rows})
-    caps: dict[int, int | None] = {
-        account_id: cap for account_id, cap in session.execute(_own_caps_statement(), {"ids": account_ids})
-    }
 
     def cap_of(account_id: int) -> int:
         return daily_cap(caps.get(account_id), limits.daily_send_limit)
@@ -474,14 +466,6 @@ def _apply_account_limits(
         account.sent_today += 1
         allowed.append(row)
     return allowed, deferred
-
-
-@cache
-def _own_caps_statement() -> Select[int, int | None]:
-    """Built once (see _due_rows_statement), its ids one expanding parameter."""
-    return select(Account.id, Account.daily_send_limit).where(
-        Account.id.in_(bindparam("ids", expanding=True))
-    )
 
 
 @cache

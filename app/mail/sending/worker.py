@@ -10,12 +10,11 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from functools import cache
 from typing import TypeVar
 
 import psycopg
 from prometheus_client import Counter
-from sqlalchemy import Connection, Select, bindparam, select
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -46,7 +45,7 @@ from app.mail.sending.render import CompiledCampaign, Recipient, campaign_header
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import Deferred, PermanentFailure, TemporaryFailure, Transport
 from app.mail.stats import SendingTotals, sending_totals
-from app.models import Account, Campaign
+from app.models import Campaign
 
 T = TypeVar("T")
 log = logging.getLogger("tidings.sending")
@@ -156,7 +155,7 @@ class SendWorker:
             )
             if not claimed:
                 return claimed
-            self._load_campaigns(session, {c.campaign_id for c in claimed})
+            self._load_campaigns(session, claimed)
             if self.dkim is not None:
                 self.dkim.refresh(session)  # keys made or deleted since the last batch
                 self._check_signing(session, {c.campaign_id for c in claimed}, self.dkim)
@@ -275,14 +274,11 @@ class SendWorker:
                 log.warning("campaign %s: %s", campaign_id, sentence)
                 note_send_warning(session, campaign_id, sentence)
 
-    def _load_campaigns(self, session: Session, campaign_ids: set[int]) -> None:
-        # The account's open-pixel switch is part of the stamp: turning it off recompiles its campaigns.
-        stamps = {
-            cid: (updated_at, account_tracks_opens)
-            for cid, updated_at, account_tracks_opens in session.execute(
-                _campaign_stamps(), {"ids": list(campaign_ids)}
-            ).all()
-        }
+    def _load_campaigns(self, session: Session, claimed: Sequence[Claimed]) -> None:
+        """Compile the campaigns of a batch that this worker has not compiled from their current stamp,
+        which the claim read along (Claimed.campaign_stamp): no query when none is stale. The account's
+        open-pixel switch is part of the stamp: turning it off recompiles its campaigns."""
+        stamps = {c.campaign_id: c.campaign_stamp for c in claimed}
         stale = [cid for cid, stamp in stamps.items() if self._compiled.get(cid, (None,))[0] != stamp]
         if not stale:
             return  # nearly every batch: its campaigns were compiled for an earlier one
@@ -423,18 +419,6 @@ class SendWorker:
         while sent := await self.run_once():
             total += sent
         return total
-
-
-@cache
-def _campaign_stamps() -> Select[int, datetime, bool]:
-    """Each campaign's updated_at and its account's open-pixel switch, the stamp its compilation is
-    checked against. Built once: made afresh on every claim, the statement and its cache key cost more
-    CPU than running it."""
-    return (
-        select(Campaign.id, Campaign.updated_at, Account.track_opens)
-        .join(Account, Account.id == Campaign.account_id)
-        .where(Campaign.id.in_(bindparam("ids", expanding=True)))
-    )
 
 
 def _lost(connection: Connection) -> bool:
