@@ -37,9 +37,9 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Update
-from sqlalchemy.sql.selectable import CompoundSelect
+from sqlalchemy.sql.selectable import Select
 
-from app.db import PsycopgStatement, among, psycopg_connection, skip_locked, upsert
+from app.db import PsycopgStatement, psycopg_connection, skip_locked, upsert
 from app.identity.accounts import daily_cap
 from app.kit.time import account_zone, local_day, start_of_next_day
 from app.mail.bounces.blocked import Refusal, attempted_at, blocked_by_domain, record_blocked
@@ -93,6 +93,9 @@ class Claimed:
     fields: dict[str, str] = field(default_factory=dict)
     # The lease this claim wrote: with the id, it tells this claim's row from a later claim of it.
     lease_until: datetime | None = None
+    # The campaign's updated_at and its account's open-pixel switch, read by the claim: a worker
+    # recompiles the campaign when they differ from those it compiled it from.
+    campaign_stamp: tuple[datetime, bool] = field(kw_only=True)
 
 
 class SendResult(StrEnum):
@@ -236,18 +239,22 @@ def claim_batch(
     With `load_fields` False, `fields` stays empty (the caller loads them if a template needs them).
 
     Rows of a contact that can no longer receive (unsubscribed, bounced, deleted, its address
-    suppressed since the row was queued) are cancelled here;
-    rows of a paused automation stay queued. Pacing and the daily cap move rows they hold back to
-    a later `send_after` instead of leaving them to be claimed again at once.
+    suppressed since the row was queued) are cancelled here; rows of a paused automation or of a held
+    campaign stay queued. Pacing and the daily cap move rows they hold back to a later `send_after`
+    instead of leaving them to be claimed again at once.
     """
     now = aware(now)
-    rows = _due_rows(session, now, size)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    rows = session.execute(_due_rows_statement(postgres), {"now": now, "size": size}).all()
     if not rows:
         return []
     _cancel_unreachable(session, rows, now)
     lease_until = now + limits.lease
     fields = custom_fields_of(session, [row[3] for row in rows if row[-1]]) if load_fields else {}
-    allowed, deferred = _apply_account_limits(session, _claims_of(rows, fields, lease_until), now, limits)
+    caps = {row[1]: row[8] for row in rows}  # each account's own daily cap, by account id
+    allowed, deferred = _apply_account_limits(
+        session, _claims_of(rows, fields, lease_until), caps, now, limits
+    )
     _defer(session, deferred, now)
     if not allowed:
         return []
@@ -255,34 +262,47 @@ def claim_batch(
     return allowed
 
 
-def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
-    """Up to `size` due deliverables, locked, in queue order, each with its contact's address and names
-    and whether the contact can still receive (the last column)."""
+@cache
+def _due_rows_statement(postgres: bool) -> Select[Any]:
+    """Up to `size` due deliverables, locked, in queue order, each with its contact's address and names,
+    its account's daily cap, the stamp its campaign was compiled from (see Claimed.campaign_stamp), and
+    whether the contact can still receive (the last column). Built once: made afresh on every claim,
+    the statement and its cache key cost more CPU than running it.
+
+    The rows to take, locked, on their own: a single-table query down the queue's partial index in its
+    order, which stops after `size` rows (fan_out_due keeps the planner's idea of the queue's size
+    current). Joined to contacts and campaigns in the same query, the planner could start from the
+    campaign and sort every queued row of it on each claim; joined outside it, by key, they cost a
+    lookup a row.
+    """
+    table = cast(Table, Deliverable.__table__)
     # Campaigns of paused automations and campaigns held by their sender (paused or cancelled), usually
-    # none, looked up first so that the claim below filters on the deliverables' own columns:
-    # PostgreSQL misjudges a NOT EXISTS there and sorts the whole queue instead of reading its index in
-    # order.
-    paused = session.scalars(_paused_campaigns()).all()
-    due = [Deliverable.state == DeliverableState.QUEUED, Deliverable.send_after <= now]
-    if paused:
-        due.append(~among(session, Deliverable.campaign_id, paused, Integer()))
-    # The rows to take, locked, on their own: a single-table query down the queue's partial index in
-    # its order, which stops after `size` rows (fan_out_due keeps the planner's idea of the
-    # queue's size current). Joined to contacts and campaigns in the same query, the planner could
-    # start from the campaign and sort every queued row of it on each claim.
+    # none. NOT IN, not NOT EXISTS: PostgreSQL plans it as one hashed look-up it fills once per claim, a
+    # filter on the index scan, where it misjudged a NOT EXISTS (an anti-join) and sorted the whole
+    # queue instead of reading its index in order. SQLite too runs the list once.
+    paused = (
+        select(Campaign.id)
+        .join(Automation, Automation.id == Campaign.automation_id)
+        .where(Automation.active.is_not(True))
+        .union(select(Campaign.id).where(Campaign.held_at.is_not(None)))
+    )
     head = (
         select(
-            Deliverable.id,
-            Deliverable.account_id,
-            Deliverable.campaign_id,
-            Deliverable.contact_id,
-            Deliverable.attempts,
-            Deliverable.send_after,
+            table.c.id,
+            table.c.account_id,
+            table.c.campaign_id,
+            table.c.contact_id,
+            table.c.attempts,
+            table.c.send_after,
         )
-        .where(*due)
-        .order_by(Deliverable.send_after, Deliverable.id)
-        .limit(size)
-        .with_for_update(**skip_locked(session))
+        .where(
+            table.c.state == DeliverableState.QUEUED,
+            table.c.send_after <= bindparam("now", type_=table.c.send_after.type),
+            table.c.campaign_id.not_in(paused),
+        )
+        .order_by(table.c.send_after, table.c.id)
+        .limit(bindparam("size", type_=Integer()))
+        .with_for_update(skip_locked=postgres)
         .subquery("head")
     )
     sendable = and_(
@@ -291,7 +311,7 @@ def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
         Contact.bounced_at.is_(None),
         Suppression.id.is_(None),
     )
-    return session.execute(
+    return (
         select(
             head.c.id,
             head.c.account_id,
@@ -301,26 +321,19 @@ def _due_rows(session: Session, now: datetime, size: int) -> Sequence[Any]:
             Contact.email,
             Contact.first_name,
             Contact.last_name,
+            Account.daily_send_limit,
+            Campaign.updated_at,
+            Account.track_opens,
             sendable.label("sendable"),
         )
         .join(Contact, Contact.id == head.c.contact_id)
+        .join(Account, Account.id == head.c.account_id)
+        .join(Campaign, Campaign.id == head.c.campaign_id)
         .outerjoin(
             Suppression,
             and_(Suppression.account_id == head.c.account_id, Suppression.email_key == Contact.email_key),
         )
         .order_by(head.c.send_after, head.c.id)
-    ).all()
-
-
-@cache
-def _paused_campaigns() -> CompoundSelect[int]:
-    """Built once (it has no parameters): building a statement and its cache key costs more CPU than
-    running this one, on every claim."""
-    return (
-        select(Campaign.id)
-        .join(Automation, Automation.id == Campaign.automation_id)
-        .where(Automation.active.is_not(True))
-        .union(select(Campaign.id).where(Campaign.held_at.is_not(None)))
     )
 
 
@@ -355,9 +368,10 @@ def _claims_of(
             tries + 1,
             fields.get(contact) or {},
             lease_until,
+            campaign_stamp=(edited, opens),
         )
-        for row_id, account, campaign, contact, tries, email, first, last, sendable in rows
-        if sendable
+        for row_id, account, campaign, contact, tries, email, first, last, _cap, edited, opens, ok in rows
+        if ok
     ]
 
 
@@ -403,7 +417,7 @@ def _mark_sending_statement(postgres: bool) -> Update:
 
 
 def _apply_account_limits(
-    session: Session, rows: Sequence[Claimed], now: datetime, limits: Limits
+    session: Session, rows: Sequence[Claimed], caps: dict[int, int | None], now: datetime, limits: Limits
 ) -> tuple[list[Claimed], list[tuple[int, datetime]]]:
     """Split claimed rows into those to send now and (id, send_after) of those to hold back.
 
@@ -411,11 +425,10 @@ def _apply_account_limits(
     1/rate seconds after the one before, and a row whose slot is more than a second away waits for it.
     The daily cap counts emails handed to workers per day of the account's own time zone
     (`sent_today`, of the local day `sent_day`); over it, rows wait for the account's next local
-    midnight. The account rows are locked only when one of the two applies.
+    midnight. The account rows are locked only when one of the two applies. `caps`: each account's
+    own daily cap, by id, as the claim read it.
     """
     account_ids = sorted({row.account_id for row in rows})
-    own_caps = select(Account.id, Account.daily_send_limit).where(Account.id.in_(account_ids))
-    caps: dict[int, int | None] = {account_id: cap for account_id, cap in session.execute(own_caps)}
 
     def cap_of(account_id: int) -> int:
         return daily_cap(caps.get(account_id), limits.daily_send_limit)
@@ -424,10 +437,7 @@ def _apply_account_limits(
     if not limited:
         return list(rows), []
     accounts = {
-        account.id: account
-        for account in session.scalars(
-            select(Account).where(Account.id.in_(limited)).order_by(Account.id).with_for_update()
-        )
+        account.id: account for account in session.scalars(_locked_accounts_statement(), {"ids": limited})
     }
     zones = {account.id: account_zone(account.timezone) for account in accounts.values()}
     allowed: list[Claimed] = []
@@ -458,19 +468,44 @@ def _apply_account_limits(
     return allowed, deferred
 
 
+@cache
+def _locked_accounts_statement() -> Select[Account]:
+    """Built once (see _due_rows_statement), its ids one expanding parameter."""
+    return (
+        select(Account)
+        .where(Account.id.in_(bindparam("ids", expanding=True)))
+        .order_by(Account.id)
+        .with_for_update()
+    )
+
+
 def custom_fields_of(session: Session, contact_ids: Iterable[int]) -> dict[int, dict[str, str]]:
     """Custom field values of the given contacts, by contact id and lowercased field name."""
     found: dict[int, dict[str, str]] = defaultdict(dict)
     ids = list(contact_ids)
     if not ids:
         return found
-    for contact_id, name, value in session.execute(
-        select(ContactFieldValue.contact_id, ContactField.name, ContactFieldValue.value)
-        .join(ContactField, ContactField.id == ContactFieldValue.field_id)
-        .where(among(session, ContactFieldValue.contact_id, ids, Integer()))
-    ):
+    postgres = session.get_bind().dialect.name == "postgresql"
+    for contact_id, name, value in session.execute(_custom_fields_statement(postgres), {"ids": ids}):
         found[contact_id][name.lower()] = value
     return found
+
+
+@cache
+def _custom_fields_statement(postgres: bool) -> Select[int, str, str]:
+    """Built once (see _due_rows_statement), its ids one parameter (an array on PostgreSQL, as `among`
+    writes it)."""
+    contact_id = ContactFieldValue.contact_id
+    ids = (
+        contact_id == any_(bindparam("ids", type_=postgresql.ARRAY(Integer())))
+        if postgres
+        else contact_id.in_(bindparam("ids", expanding=True))
+    )
+    return (
+        select(ContactFieldValue.contact_id, ContactField.name, ContactFieldValue.value)
+        .join(ContactField, ContactField.id == ContactFieldValue.field_id)
+        .where(ids)
+    )
 
 
 # --- results ------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from app.mail.sending.render import CompiledCampaign, Recipient, campaign_header
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import Deferred, PermanentFailure, TemporaryFailure, Transport
 from app.mail.stats import SendingTotals, sending_totals
-from app.models import Account, Campaign
+from app.models import Campaign
 
 T = TypeVar("T")
 log = logging.getLogger("tidings.sending")
@@ -155,7 +155,7 @@ class SendWorker:
             )
             if not claimed:
                 return claimed
-            self._load_campaigns(session, {c.campaign_id for c in claimed})
+            self._load_campaigns(session, claimed)
             if self.dkim is not None:
                 self.dkim.refresh(session)  # keys made or deleted since the last batch
                 self._check_signing(session, {c.campaign_id for c in claimed}, self.dkim)
@@ -274,16 +274,11 @@ class SendWorker:
                 log.warning("campaign %s: %s", campaign_id, sentence)
                 note_send_warning(session, campaign_id, sentence)
 
-    def _load_campaigns(self, session: Session, campaign_ids: set[int]) -> None:
-        # The account's open-pixel switch is part of the stamp: turning it off recompiles its campaigns.
-        stamps = {
-            cid: (updated_at, account_tracks_opens)
-            for cid, updated_at, account_tracks_opens in session.execute(
-                select(Campaign.id, Campaign.updated_at, Account.track_opens)
-                .join(Account, Account.id == Campaign.account_id)
-                .where(Campaign.id.in_(campaign_ids))
-            ).all()
-        }
+    def _load_campaigns(self, session: Session, claimed: Sequence[Claimed]) -> None:
+        """Compile the campaigns of a batch that this worker has not compiled from their current stamp,
+        which the claim read along (Claimed.campaign_stamp): no query when none is stale. The account's
+        open-pixel switch is part of the stamp: turning it off recompiles its campaigns."""
+        stamps = {c.campaign_id: c.campaign_stamp for c in claimed}
         stale = [cid for cid, stamp in stamps.items() if self._compiled.get(cid, (None,))[0] != stamp]
         if not stale:
             return  # nearly every batch: its campaigns were compiled for an earlier one
