@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    DateTime,
     Integer,
     String,
     Table,
@@ -26,9 +27,11 @@ from sqlalchemy import (
     any_,
     bindparam,
     case,
+    column,
     exists,
     func,
     literal,
+    or_,
     select,
     text,
     update,
@@ -616,10 +619,11 @@ def _still_held(lease_until: datetime | None) -> ColumnElement[bool]:
 
 def _record_sent(session: Session, sent: Sequence[Outcome], now: datetime) -> None:
     """The common case, nearly every row, in one statement although each row has its own Message-ID (see
-    _sent_writes)."""
-    postgres = session.get_bind().dialect.name == "postgresql"
-    for statement, parameters in _sent_writes(postgres, sent, now):
-        session.execute(statement, parameters)
+    _sent_write)."""
+    if not sent:
+        return
+    statement, parameters = _sent_write(session.get_bind().dialect.name == "postgresql", sent, now)
+    session.execute(statement, parameters)
 
 
 def record_sent(connection: Connection, sent: Sequence[Outcome], now: datetime) -> None:
@@ -632,15 +636,14 @@ def record_sent(connection: Connection, sent: Sequence[Outcome], now: datetime) 
     (`tests/benchmarks/record.py`, alternated: 360 and 450 us a group of 16 through SQLAlchemy, 266 and
     300 straight). Errors are psycopg's own, not wrapped in SQLAlchemy's DBAPIError."""
     if connection.dialect.name != "postgresql":
-        for statement, parameters in _sent_writes(False, sent, aware(now)):
-            connection.execute(statement, parameters)
+        statement, parameters = _sent_write(False, sent, aware(now))
+        connection.execute(statement, parameters)
         return
-    driver = psycopg_connection(connection)
-    at = naive_utc(now)
-    for lease_until, (ids, message_ids) in _sent_by_lease(sent).items():
-        sql = _sent_psycopg(fenced=lease_until is not None)
-        lease = None if lease_until is None else naive_utc(lease_until)
-        driver.execute(sql.sql, sql.params(now=at, lease=lease, ids=ids, message_ids=message_ids))
+    ids, message_ids, leases = _sent_columns(sent)
+    sql = _sent_psycopg()
+    psycopg_connection(connection).execute(
+        sql.sql, sql.params(now=naive_utc(now), ids=ids, message_ids=message_ids, leases=leases)
+    )
 
 
 def naive_utc(moment: datetime) -> datetime:
@@ -648,53 +651,49 @@ def naive_utc(moment: datetime) -> datetime:
     return (moment.astimezone(UTC) if moment.tzinfo else moment).replace(tzinfo=None)
 
 
-def _sent_by_lease(sent: Sequence[Outcome]) -> dict[datetime | None, tuple[list[int], list[str | None]]]:
-    """The ids and Message-IDs of the sent rows, by the lease they were claimed under."""
-    by_lease: dict[datetime | None, tuple[list[int], list[str | None]]] = {}
-    for outcome in sent:
-        ids, message_ids = by_lease.setdefault(outcome.lease_until, ([], []))
-        ids.append(outcome.deliverable_id)
-        message_ids.append(outcome.message_id)
-    return by_lease
+def _sent_columns(sent: Sequence[Outcome]) -> tuple[list[int], list[str | None], list[datetime | None]]:
+    """The sent rows' ids, Message-IDs and the leases they were claimed under (naive UTC), row by row."""
+    return (
+        [outcome.deliverable_id for outcome in sent],
+        [outcome.message_id for outcome in sent],
+        [None if outcome.lease_until is None else naive_utc(outcome.lease_until) for outcome in sent],
+    )
 
 
 @cache
-def _sent_psycopg(*, fenced: bool) -> PsycopgStatement:
+def _sent_psycopg() -> PsycopgStatement:
     """_sent_statement on PostgreSQL, compiled once to psycopg's SQL."""
-    return PsycopgStatement.of(_sent_statement(True, fenced=fenced))
+    return PsycopgStatement.of(_sent_statement(True))
 
 
-def _sent_writes(
+def _sent_write(
     postgres: bool, sent: Sequence[Outcome], now: datetime
-) -> list[tuple[Update, dict[str, Any] | list[dict[str, Any]]]]:
-    """The statements that record sent rows, with their parameters: on PostgreSQL an UPDATE joined to the
-    unnested arrays of ids and Message-IDs, elsewhere one UPDATE run for all rows (an executemany). One
-    statement per lease the rows were claimed under (one, unless a batch outlived its lease)."""
-    writes: list[tuple[Update, dict[str, Any] | list[dict[str, Any]]]] = []
-    for lease_until, (ids, message_ids) in _sent_by_lease(sent).items():
-        statement = _sent_statement(postgres, fenced=lease_until is not None)
-        shared = {"now": now, "lease": lease_until}
-        if postgres:
-            writes.append((statement, {"ids": ids, "message_ids": message_ids, **shared}))
-        else:
-            rows = [
-                {"row_id": row_id, "row_message_id": message_id, **shared}
-                for row_id, message_id in zip(ids, message_ids, strict=True)
-            ]
-            writes.append((statement, rows))
-    return writes
+) -> tuple[Update, dict[str, Any] | list[dict[str, Any]]]:
+    """The statement that records sent rows, with its parameters: on PostgreSQL an UPDATE joined to the
+    unnested arrays of ids, Message-IDs and leases, elsewhere one UPDATE run for all rows (an
+    executemany). One statement for every lease: a group the recorder writes holds the emails of
+    several lanes' batches, each claimed under a lease of its own, and a statement a lease (each a round
+    trip and a commit) made a group's write three times as long, while the senders wait for it once the
+    next group is full (recorder.py)."""
+    ids, message_ids, leases = _sent_columns(sent)
+    statement = _sent_statement(postgres)
+    if postgres:
+        return statement, {"now": now, "ids": ids, "message_ids": message_ids, "leases": leases}
+    rows = [
+        {"row_id": row_id, "row_message_id": message_id, "row_lease": lease, "now": now}
+        for row_id, message_id, lease in zip(ids, message_ids, leases, strict=True)
+    ]
+    return statement, rows
 
 
 @cache
-def _sent_statement(postgres: bool, *, fenced: bool) -> Update:
+def _sent_statement(postgres: bool) -> Update:
     """Built once and reused with new parameters: the recorder runs it many times a second, and building
-    a statement and its cache key cost more than running it."""
+    a statement and its cache key cost more than running it. Each row is fenced by its own claim's lease
+    (a row claimed without one, by the state alone)."""
     # The Core table, not the mapped class: the ORM's bulk UPDATE would want the key in the values.
     table = cast(Table, Deliverable.__table__)
     now = bindparam("now", type_=table.c.updated_at.type)
-    held = table.c.state == DeliverableState.SENDING
-    if fenced:
-        held = and_(held, table.c.lease_until == bindparam("lease", type_=table.c.lease_until.type))
     done = {
         "state": DeliverableState.SENT,
         "sent_at": now,
@@ -702,19 +701,27 @@ def _sent_statement(postgres: bool, *, fenced: bool) -> Update:
         "error": None,
         "updated_at": now,
     }
+    held = table.c.state == DeliverableState.SENDING
     if postgres:
         rows = (
             func.unnest(
                 bindparam("ids", type_=postgresql.ARRAY(Integer)),
                 bindparam("message_ids", type_=postgresql.ARRAY(String)),
+                bindparam("leases", type_=postgresql.ARRAY(DateTime())),
             )
-            .table_valued("id", "message_id")
+            .table_valued("id", "message_id", column("lease", DateTime()))
             .render_derived(name="sent_rows")
         )
-        return update(table).where(table.c.id == rows.c.id, held).values(message_id=rows.c.message_id, **done)
+        still_mine = or_(rows.c.lease.is_(None), table.c.lease_until == rows.c.lease)
+        return (
+            update(table)
+            .where(table.c.id == rows.c.id, held, still_mine)
+            .values(message_id=rows.c.message_id, **done)
+        )
+    lease = bindparam("row_lease", type_=table.c.lease_until.type)
     return (
         update(table)
-        .where(table.c.id == bindparam("row_id"), held)
+        .where(table.c.id == bindparam("row_id"), held, or_(lease.is_(None), table.c.lease_until == lease))
         .values(message_id=bindparam("row_message_id"), **done)
     )
 

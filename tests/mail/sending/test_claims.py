@@ -64,6 +64,51 @@ def test_a_late_worker_cannot_overwrite_a_row_claimed_again(
     assert (row.state, row.message_id) == ("sent", outcomes[0].message_id)
 
 
+def test_one_group_records_the_rows_of_several_claims_each_under_its_own_lease(
+    client: Any, api_user: Any, db: Session, sender: Sender
+) -> None:
+    # The recorder's groups mix the emails of several lanes' batches, each claimed under a lease of its
+    # own, and write them in one statement: each row is still fenced by its own claim's lease.
+    campaign_id = campaign_with_list(
+        client, api_user.headers, ["a@example.com", "b@example.com", "c@example.com"]
+    )
+    send_now(client, api_user.headers, campaign_id)
+    sender.worker.fan_out()
+    start = utcnow()
+    base = sender.worker
+    one_at_a_time = replace(base.config, batch_size=1)
+    [first], [second], [third] = (
+        SendWorker(one_at_a_time, base.session_factory, base.transport, base.tokens, lambda at=at: at).claim()
+        for at in (start, start + timedelta(seconds=1), start + timedelta(seconds=2))
+    )
+    assert len({first.lease_until, second.lease_until, third.lease_until}) == 3
+    sent = [
+        queue.Outcome(
+            item.deliverable_id,
+            item.campaign_id,
+            item.contact_id,
+            item.attempts,
+            queue.SendResult.SENT,
+            message_id=f"<{item.deliverable_id}@example.com>",
+            lease_until=item.lease_until,
+        )
+        for item in (first, second, third)
+    ]
+    # The third row's result comes under another claim's lease (a worker that lost the row since).
+    sent[2] = replace(sent[2], lease_until=first.lease_until, message_id="<stale@example.com>")
+    sender.worker.record(sent)
+    db.expire_all()
+    rows = {
+        row.id: (row.state, row.message_id)
+        for row in db.scalars(select(Deliverable).where(Deliverable.campaign_id == campaign_id))
+    }
+    assert rows == {
+        first.deliverable_id: ("sent", sent[0].message_id),
+        second.deliverable_id: ("sent", sent[1].message_id),
+        third.deliverable_id: ("sending", None),
+    }
+
+
 def test_an_email_whose_lease_is_running_out_is_left_for_the_sweep(
     client: Any, api_user: Any, db: Session, sender: Sender, smtp_sink: SmtpSink
 ) -> None:
