@@ -362,6 +362,9 @@ class SmtpTransport:
         return relay_turn
 
     async def _deliver(self, sender: str, recipient: str, message: bytes) -> None:
+        # Whether this email already went out again after its held content was lost unwritten: once
+        # only, so that a relay dropping every connection after DATA cannot keep it going round.
+        held_again = False
         while True:
             async with self._slots:
                 connection = self._idle_connection()
@@ -392,7 +395,8 @@ class SmtpTransport:
             try:
                 code, text = await self._settle(connection, held)
             except (OSError, TimeoutError, SmtpProtocolError) as exc:
-                if not held.written:
+                if not held.written and not held_again:
+                    held_again = True
                     continue  # the connection was lost before the content went out: another one takes it
                 raise TemporaryFailure(f"smtp: {exc}") from exc
             if code != 250:

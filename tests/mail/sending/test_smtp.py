@@ -17,7 +17,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from app.mail.sending.smtp import SmtpConnection, WireMessage
+from app.mail.sending.smtp import HeldContent, SmtpConnection, WireMessage
 from app.mail.sending.transport import PermanentFailure, SmtpTransport, TemporaryFailure
 from tests.mail.sending.conftest import Run, SmtpSink
 
@@ -310,6 +310,29 @@ def test_a_relay_that_stops_answering_times_out(quiet_after: bytes, run: Run[Any
     failure = run(go())
     assert isinstance(failure, TemporaryFailure)
     assert time.monotonic() - started < 3
+
+
+def test_an_email_whose_held_content_is_lost_unwritten_goes_out_again_once(
+    sink: SmtpSink, run: Run[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its content held, an email whose connection is lost before the content is written goes out again
+    on another connection, once: a relay that always drops the connection there fails it for now,
+    rather than keeping it going round."""
+    if not sink.pipelining:
+        pytest.skip("content is held only with PIPELINING")
+    losses = 0
+
+    async def lost_before_writing(connection: SmtpConnection, held: HeldContent) -> tuple[int, str]:
+        nonlocal losses
+        losses += 1
+        connection.abort()  # what a connection closed by the relay comes to: the held content is lost
+        return await held.reply
+
+    monkeypatch.setattr(SmtpConnection, "settle", lost_before_writing)
+    [failure] = send_all(run, SmtpTransport(sink.url, size=1), ("news@example.com", "a@example.com", MESSAGE))
+    assert isinstance(failure, TemporaryFailure)
+    assert losses == 2 and sink.ehlos == 2
+    assert sink.received == []
 
 
 def test_rendered_messages_go_out_as_they_are(sink: SmtpSink, run: Run[Any]) -> None:
