@@ -167,6 +167,20 @@ def among(
     return column.in_(list(values))
 
 
+def among_parameter(
+    column: ColumnElement[Any] | InstrumentedAttribute[Any],
+    name: str,
+    element_type: TypeEngine[Any],
+    *,
+    postgres: bool,
+) -> ColumnElement[bool]:
+    """`among` for a statement built once: the values are the parameter `name`, given at each execution
+    (one array on PostgreSQL, an expanding IN list elsewhere)."""
+    if postgres:
+        return column == any_(bindparam(name, type_=postgresql.ARRAY(element_type)))
+    return column.in_(bindparam(name, expanding=True))
+
+
 def _end(session: Session, commit: bool) -> None:
     try:
         if commit:

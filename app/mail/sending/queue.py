@@ -24,7 +24,6 @@ from sqlalchemy import (
     String,
     Table,
     and_,
-    any_,
     bindparam,
     case,
     column,
@@ -42,7 +41,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Update
 from sqlalchemy.sql.selectable import Select
 
-from app.db import PsycopgStatement, psycopg_connection, skip_locked, upsert
+from app.db import PsycopgStatement, among_parameter, psycopg_connection, skip_locked, upsert
 from app.identity.accounts import daily_cap
 from app.kit.time import account_zone, local_day, start_of_next_day
 from app.mail.bounces.blocked import Refusal, attempted_at, blocked_by_domain, record_blocked
@@ -399,17 +398,12 @@ def _mark_sending(session: Session, allowed: list[Claimed], lease_until: datetim
 
 @cache
 def _mark_sending_statement(postgres: bool) -> Update:
-    """Built once, with its ids as one parameter (an array on PostgreSQL, as `among` writes it): made
-    afresh on every claim, the statement and its cache key cost more CPU than the UPDATE."""
+    """Built once, with its ids as one parameter (db.among_parameter): made afresh on every claim, the
+    statement and its cache key cost more CPU than the UPDATE."""
     table = cast(Table, Deliverable.__table__)
-    ids = (
-        table.c.id == any_(bindparam("ids", type_=postgresql.ARRAY(Integer())))
-        if postgres
-        else table.c.id.in_(bindparam("ids", expanding=True))
-    )
     return (
         update(table)
-        .where(ids)
+        .where(among_parameter(table.c.id, "ids", Integer(), postgres=postgres))
         .values(
             state=DeliverableState.SENDING,
             lease_until=bindparam("lease", type_=table.c.lease_until.type),
@@ -496,18 +490,11 @@ def custom_fields_of(session: Session, contact_ids: Iterable[int]) -> dict[int, 
 
 @cache
 def _custom_fields_statement(postgres: bool) -> Select[int, str, str]:
-    """Built once (see _due_rows_statement), its ids one parameter (an array on PostgreSQL, as `among`
-    writes it)."""
-    contact_id = ContactFieldValue.contact_id
-    ids = (
-        contact_id == any_(bindparam("ids", type_=postgresql.ARRAY(Integer())))
-        if postgres
-        else contact_id.in_(bindparam("ids", expanding=True))
-    )
+    """Built once (see _due_rows_statement), its ids one parameter (db.among_parameter)."""
     return (
         select(ContactFieldValue.contact_id, ContactField.name, ContactFieldValue.value)
         .join(ContactField, ContactField.id == ContactFieldValue.field_id)
-        .where(ids)
+        .where(among_parameter(ContactFieldValue.contact_id, "ids", Integer(), postgres=postgres))
     )
 
 
