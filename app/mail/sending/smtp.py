@@ -299,12 +299,6 @@ class SmtpConnection:
         else:
             raise SmtpUnsupported(f"the server offers no AUTH PLAIN or LOGIN (offers: {methods or 'none'})")
 
-    async def send(self, sender: str, recipient: str, message: bytes) -> None:
-        """One email to one recipient, the whole dialogue: `start`, then its content alone if held."""
-        held = await self.start(sender, recipient, message)
-        if held is not None:
-            await self.settle(held)
-
     async def start(self, sender: str, recipient: str, message: bytes) -> HeldContent | None:
         """One email to one recipient. With PIPELINING, its MAIL, RCPT and DATA (after the content held
         from the email before, whose answer goes to its HeldContent), and its own content held back: the
