@@ -168,7 +168,7 @@ class Settings(BaseSettings):
     # SMTP connections each worker keeps open and sends on at once.
     send_concurrency: Count = 8
     # Batches each process works on at once: while one lane waits on the database, the others keep the
-    # connections busy. At most lanes x batch size emails can be sent twice after a crash.
+    # connections busy. What a crash can leave sent twice does not grow with them (recorder.py).
     send_lanes: Count = 4
     # How long a worker's claim on `sending` rows lasts before another worker may take them back.
     send_lease_seconds: Count = 300

@@ -16,12 +16,11 @@ What it does:
   5. Prints one JSON line on stdout: recipients missed (must be zero), duplicate messages per kill, and
      their bound. A duplicate is an email the sink accepted whose `sent` was never recorded because the
      worker died first. A worker records outcomes in groups (app/mail/sending/recorder.py: GROUP_SIZE
-     outcomes or FLUSH_INTERVAL, whichever comes first, one writer per process), so what it can hold
-     accepted and unrecorded is the emails on the wire (TIDINGS_SEND_CONCURRENCY connections), the
-     group filling and the group being written: concurrency + 2 x GROUP_SIZE (a full group stops the
-     senders until the writer takes it, whatever the rate and FLUSH_INTERVAL). The target is at most
-     50 a kill; the old bound (before outcomes were recorded promptly, a whole batch per lane) is
-     printed beside it.
+     outcomes or FLUSH_INTERVAL, whichever comes first, one writer per process), and a sender takes a
+     place before each email that is free again only once the email's outcome is written: at most
+     UNRECORDED_LIMIT (50) emails are started and unrecorded at any moment, whatever the connections,
+     the lanes, the rate and how slowly the database answers. That is the bound printed; the old one
+     (before outcomes were recorded promptly, a whole batch per lane) is printed beside it.
 
 The sink is smtp-sink with its dump read through a FIFO (send_rig.py): its `X-Rcpt-Args` lines give
 per-recipient counts of what the server acknowledged (after the final "."), which is the question a
@@ -62,7 +61,7 @@ from sqlalchemy import text
 
 from app.config import Settings
 from app.db import create_db_engine
-from app.mail.sending.recorder import FLUSH_INTERVAL, GROUP_SIZE
+from app.mail.sending.recorder import FLUSH_INTERVAL, GROUP_SIZE, UNRECORDED_LIMIT
 
 TARGET_DUPLICATES_PER_KILL = 50
 
@@ -153,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                         "sending_rows": sending,
                         "seconds": round(killed_at - started, 2),
                         "rate_per_s": round(rate),
-                        "bound": concurrency + 2 * GROUP_SIZE,
+                        "bound": UNRECORDED_LIMIT,
                     }
                 )
                 say(f"kill -9 worker {worker.pid} at {sent:,}/{n:,} sent; it left {sending} rows sending")
@@ -210,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             "send_lanes": lanes,
             "send_concurrency": concurrency,
             "record_group_size": GROUP_SIZE,
+            "unrecorded_limit": UNRECORDED_LIMIT,
             "record_flush_interval_s": FLUSH_INTERVAL,
             "lease_seconds": args.lease,
             "cpus": os.cpu_count(),

@@ -5,12 +5,16 @@ goes back to the queue when the claim's lease ends). Recording a whole batch at 
 batch per lane in that window (measured: 275 and 329 duplicates per kill -9 with batches of 200 on four
 lanes). Here every outcome goes into one process-wide buffer that a single writer empties as soon as it
 holds GROUP_SIZE outcomes or its oldest has waited FLUSH_INTERVAL, whichever comes first (or at once when
-a lane flushes at the end of its batch): one statement per group, in a worker thread, so the coroutines
-feeding the SMTP connections never wait for the database. While one group is being written the next one
-fills; once it is full, the senders start no email (`room`) until the writer takes it. So at most two
-groups, plus the emails on the wire, are accepted and unrecorded at any moment, also when the database
-answers slowly (a loaded machine): without that wait the filling group grew with the write's duration
-(110 duplicates a kill -9 measured under load).
+a lane flushes at the end of its batch, or a sender waits for a place): one statement per group, in a
+worker thread, so the coroutines feeding the SMTP connections never wait for the database.
+
+What a kill can leave sent twice is bounded by a count, not by arithmetic on group sizes: a sender takes
+a place (`admit`) before each email, and the place is free again only once that email's outcome is
+written (or the email was not started, `release`). At most UNRECORDED_LIMIT emails hold a place, so at
+most that many are on the wire, waiting for a connection, or accepted and not yet recorded at any moment,
+however many lanes and connections a process has and however slowly the database answers (a loaded
+machine: without a bound the filling group grew with the write's duration, 110 duplicates a kill -9 were
+measured; a bound on the filling group alone let every sender already past it add one more, up to 52).
 """
 
 from __future__ import annotations
@@ -24,14 +28,18 @@ from app.mail.sending.queue import Outcome
 
 log = logging.getLogger("tidings.sending")
 
-# The largest group that keeps what a kill -9 can leave sent twice within 50 emails with the default
-# eight connections: 8 on the wire + 2 groups of 21. Each group is one statement and a thread hop, so
-# fewer, larger groups cost less CPU an email (a quarter fewer than with 16).
+# At most this many emails a process has started and not yet recorded: what a kill -9 can leave sent
+# twice (issue 27's bound).
+UNRECORDED_LIMIT = 50
+# A group is written once it holds this many outcomes (or sooner, see FLUSH_INTERVAL and admit). Each
+# group is one statement and a thread hop, so fewer, larger groups cost less CPU an email (a quarter
+# fewer than groups of 16); 21 leaves room in UNRECORDED_LIMIT for the next group to fill while one is
+# written and for the emails on the wire.
 GROUP_SIZE = 21
 # A group not yet full is written once its oldest outcome has waited this long. Each write costs about
 # 300 us of CPU whatever its size, so groups should fill: at 0.01 s a worker sending 400 to 800 emails a
 # second wrote groups of 4 to 9 (30 to 70 us an email); from 210 a second on, 0.1 s leaves the size to
-# close each group. What a kill can leave sent twice is bounded by the groups' size, not their age.
+# close each group. What a kill can leave sent twice is bounded by UNRECORDED_LIMIT, not by their age.
 FLUSH_INTERVAL = 0.1
 
 
@@ -45,25 +53,47 @@ class OutcomeRecorder:
         *,
         group_size: int = GROUP_SIZE,
         interval: float = FLUSH_INTERVAL,
+        limit: int = UNRECORDED_LIMIT,
     ) -> None:
         self._write = write
         self._group_size = group_size
         self._interval = interval
+        self._limit = limit
         self._pending: list[Outcome] = []
+        # Emails admitted and not yet recorded (see admit).
+        self._open = 0
         self._added = 0
         self._written = 0
         self._error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._full = asyncio.Event()
-        # Set while the filling group has room (see room()).
+        # Set while fewer than `limit` emails are admitted and unrecorded (see admit).
         self._room = asyncio.Event()
         self._room.set()
         self._progress = asyncio.Condition()
         self._writer: asyncio.Task[None] | None = None
 
+    async def admit(self) -> None:
+        """Wait for a place, before starting an email, and take it: its outcome (`add`) or `release` gives
+        it back once written. While a sender waits, what is pending is written at once rather than when
+        its group fills or its interval ends."""
+        self._bind_to_running_loop()  # before counting: a new loop starts the count afresh
+        while self._open >= self._limit:
+            self._full.set()
+            self._room.clear()
+            await self._room.wait()
+        self._open += 1
+
+    def release(self) -> None:
+        """The place of an admitted email that was not started (a held campaign, a lease running out):
+        nothing of it can be sent twice, so its place is free at once."""
+        self._open -= 1
+        self._room.set()
+
     def add(self, outcome: Outcome) -> None:
+        """The outcome of an admitted email; its place is free once the outcome is written."""
         # Bound to the running loop only when a writer starts: while one runs, it runs on this loop
-        # (asyncio.run ends by cancelling the tasks left), and add and room are called once an email.
+        # (asyncio.run ends by cancelling the tasks left), and add and admit are called once an email.
         if self._writer is None or self._writer.done():
             self._bind_to_running_loop()
             self._writer = asyncio.get_running_loop().create_task(self._write_while_pending())
@@ -71,14 +101,6 @@ class OutcomeRecorder:
         self._added += 1
         if len(self._pending) >= self._group_size:
             self._full.set()
-            self._room.clear()
-
-    async def room(self) -> None:
-        """Wait, before starting another email, until the filling group is not full: it is only while
-        the group before it is still being written."""
-        while len(self._pending) >= self._group_size:
-            self._bind_to_running_loop()
-            await self._room.wait()
 
     async def flush(self) -> None:
         """Wait until every outcome added so far is written. Raises what a failed write raised: those
@@ -104,6 +126,8 @@ class OutcomeRecorder:
             self._room.set()
             self._progress = asyncio.Condition()
             self._writer = None
+            # The senders of an earlier loop are gone; what they left pending still holds its places.
+            self._open = len(self._pending)
 
     async def _write_while_pending(self) -> None:
         while self._pending:
@@ -113,12 +137,13 @@ class OutcomeRecorder:
                     await asyncio.wait_for(self._full.wait(), self._interval)
             self._full.clear()
             group, self._pending = self._pending, []
-            self._room.set()
             try:
                 await asyncio.to_thread(self._write, group)
             except Exception as exc:
                 log.exception("could not record %d send outcomes", len(group))
                 self._error = exc
             self._written += len(group)
+            self._open -= len(group)
+            self._room.set()
             async with self._progress:
                 self._progress.notify_all()

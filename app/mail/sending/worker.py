@@ -345,13 +345,17 @@ class SendWorker:
 
         async def take_turns() -> None:
             for index in turns:
-                await self.recorder.room()
+                await self.recorder.admit()
                 if self.stopping:
+                    self.recorder.release()
                     return
                 if claimed[index].campaign_id in await self.holds.current():
+                    self.recorder.release()
                     continue  # paused or cancelled since the claim: left unsent, put back below
                 outcome = await self._send(claimed[index])
-                if outcome is not None:
+                if outcome is None:
+                    self.recorder.release()
+                else:
                     self.recorder.add(outcome)
                 results[index] = outcome
 
