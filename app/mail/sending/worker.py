@@ -352,7 +352,11 @@ class SendWorker:
                 if claimed[index].campaign_id in await self.holds.current():
                     self.recorder.release()
                     continue  # paused or cancelled since the claim: left unsent, put back below
-                outcome = await self._send(claimed[index])
+                try:
+                    outcome = await self._send(claimed[index])
+                except BaseException:  # cancelled (the process is stopping): no outcome will free it
+                    self.recorder.release()
+                    raise
                 if outcome is None:
                     self.recorder.release()
                 else:
