@@ -567,11 +567,15 @@ class DkimSigner:
     def keys_for(self, domain: str) -> tuple[SigningKey, ...]:
         return self._by_domain.get(domain.lower(), ())
 
+    def keys_for_address(self, from_address: str) -> tuple[SigningKey, ...]:
+        """The keys `sign` signs an email from this address with (none: it goes unsigned)."""
+        if not self._by_domain:
+            return ()
+        return self.keys_for(from_address.rpartition("@")[2])
+
     def sign(self, message: bytes, from_address: str) -> bytes:
         """`message` signed with the keys of its From address's domain (as it is when there are none)."""
-        if not self._by_domain:
-            return message
-        keys = self.keys_for(from_address.rpartition("@")[2])
+        keys = self.keys_for_address(from_address)
         if not keys:
             return message
         return sign_message(message, keys, unsigned=self.unsigned)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import logging
 import random
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -245,7 +246,15 @@ def test_a_send_worker_signs_what_reaches_the_smtp_server(
         db, settings.resolved_secret_key, "example.com", selector="s1", algorithm="rsa", now=utcnow()
     )
     db.commit()
-    sender.worker.dkim = DkimSigner(settings.resolved_secret_key)
+    signer = sender.worker.dkim = DkimSigner(settings.resolved_secret_key)
+    signed_in: set[str] = set()
+    sign = signer.sign
+
+    def sign_noting_the_thread(message: bytes, from_address: str) -> bytes:
+        signed_in.add(threading.current_thread().name)
+        return sign(message, from_address)
+
+    signer.sign = sign_noting_the_thread  # type: ignore[method-assign]
     emails = ["ann@example.com", "bob@example.com"]
     campaign_id = campaign_with_list(
         client, api_user.headers, emails, subject="Ça va, {{ first_name | 'ami' }} ?", from_name="Zoë"
@@ -257,6 +266,8 @@ def test_a_send_worker_signs_what_reaches_the_smtp_server(
         assert received.data.startswith(b"DKIM-Signature: ")
         assert dkim.verify(received.data, dnsfunc=dns_of(record))
         assert received.message["Subject"] == "Ça va, ami ?"
+    # Signed in the worker's signing threads (OpenSSL lets go of the GIL), not on the event loop's.
+    assert signed_in and all(name.startswith("dkim") for name in signed_in)
 
 
 @pytest.mark.parametrize(
