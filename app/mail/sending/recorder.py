@@ -62,6 +62,8 @@ class OutcomeRecorder:
         self._pending: list[Outcome] = []
         # Emails admitted and not yet recorded (see admit).
         self._open = 0
+        # Whether a group is being written now.
+        self._writing = False
         self._added = 0
         self._written = 0
         self._error: BaseException | None = None
@@ -75,11 +77,14 @@ class OutcomeRecorder:
 
     async def admit(self) -> None:
         """Wait for a place, before starting an email, and take it: its outcome (`add`) or `release` gives
-        it back once written. While a sender waits, what is pending is written at once rather than when
-        its group fills or its interval ends."""
+        it back once written. While a sender waits and no group is being written, what is pending is
+        written at once rather than when its group fills or its interval ends."""
         self._bind_to_running_loop()  # before counting: a new loop starts the count afresh
         while self._open >= self._limit:
-            self._full.set()
+            if not self._writing:
+                # No write under way will free places: what is pending goes now. (During a write, more
+                # outcomes gather for the next group, and writes stay few.)
+                self._full.set()
             self._room.clear()
             await self._room.wait()
         self._open += 1
@@ -137,11 +142,14 @@ class OutcomeRecorder:
                     await asyncio.wait_for(self._full.wait(), self._interval)
             self._full.clear()
             group, self._pending = self._pending, []
+            self._writing = True
             try:
                 await asyncio.to_thread(self._write, group)
             except Exception as exc:
                 log.exception("could not record %d send outcomes", len(group))
                 self._error = exc
+            finally:
+                self._writing = False
             self._written += len(group)
             self._open -= len(group)
             self._room.set()
