@@ -553,15 +553,36 @@ def multipart_alternative(headers: list[str], text_body: str, html_body: str) ->
 
 def _alternative_message(headers: list[str], text_encoding: bytes, text_part: bytes, html_body: str) -> bytes:
     """multipart_alternative's message, its text part already encoded."""
-    # "=_" keeps the boundary out of either part; the rest only tells it from others' boundaries, so it
-    # needs no secret randomness (os.urandom was a system call an email, 1 to 6 us).
-    boundary = b"=_%024x" % random.getrandbits(96)
     # The headers joined and checked as one string, not one by one (a dozen calls an email).
     head = CRLF.join(headers)
-    message = CRLF_BYTES.join(
+    boundary = _boundary()
+    message = _multipart(
+        head.encode("utf-8"), _content_type(boundary), boundary, text_encoding, text_part, html_body
+    )
+    return WireMessage(message) if _wire_safe(head) else message
+
+
+def _boundary() -> bytes:
+    # "=_" keeps the boundary out of either part; the rest only tells it from others' boundaries, so it
+    # needs no secret randomness (os.urandom was a system call an email, 1 to 6 us).
+    return b"=_%024x" % random.getrandbits(96)
+
+
+CONTENT_TYPE_PREFIX = b"Content-Type: "
+
+
+def _content_type(boundary: bytes) -> bytes:
+    return b'multipart/alternative; boundary="' + boundary + b'"'
+
+
+def _multipart(
+    head: bytes, content_type: bytes, boundary: bytes, text_encoding: bytes, text_part: bytes, html_body: str
+) -> bytes:
+    """The message: the header lines `head`, Content-Type, and the text and html parts."""
+    return CRLF_BYTES.join(
         [
-            head.encode("utf-8"),
-            b'Content-Type: multipart/alternative; boundary="' + boundary + b'"',
+            head,
+            CONTENT_TYPE_PREFIX + content_type,
             b"",
             b"--" + boundary,
             b'Content-Type: text/plain; charset="utf-8"',
@@ -577,7 +598,6 @@ def _alternative_message(headers: list[str], text_encoding: bytes, text_part: by
             b"",
         ]
     )
-    return WireMessage(message) if _wire_safe(head) else message
 
 
 def _wire_safe(head: str) -> bool:
