@@ -46,6 +46,7 @@ from dkim.canonicalization import correct_empty_body, strip_trailing_lines
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
+from app.mail.sending.render import RenderedMessage
 from app.mail.sending.smtp import WireMessage
 from app.models import DkimKey
 
@@ -268,10 +269,23 @@ def signature_header(
     A message whose header block is clean (see _clean_signed_headers: what render.py writes) is signed
     from a plan made once per sequence of header names, and its signature folded by a layout made once
     per key and h=; any other goes through _signature_header_by_parsing, the same bytes the long way
-    (tests/mail/sending/test_dkim.py compares the two on random messages)."""
+    (tests/mail/sending/test_dkim.py compares the two on random messages). An email render wrote
+    (render.RenderedMessage) says itself what reading it would find (render.MessageFacts: its header
+    names and relaxed values, where its body starts, whether the body is its own relaxed form), so
+    that nothing of it is searched again; the tests compare that path with the other two."""
     left_out = tuple(unsigned)
-    end = message.find(HEADER_END)
-    signed = _clean_signed_headers(message[: end + 2], left_out) if end >= 0 else None
+    facts = message.facts if isinstance(message, RenderedMessage) else None
+    if facts is not None:
+        body_start = facts.body_start
+    else:
+        end = message.find(HEADER_END)
+        if end < 0:
+            return _signature_header_by_parsing(message, key, now=now, unsigned=left_out)
+        body_start = end + len(HEADER_END)
+    if facts is not None and facts.header_values is not None:
+        signed = _told_signed_headers(facts.header_names, facts.header_values, left_out)
+    else:
+        signed = _clean_signed_headers(message[: body_start - 2], left_out)
     if signed is None:
         return _signature_header_by_parsing(message, key, now=now, unsigned=left_out)
     plan, values = signed
@@ -279,7 +293,11 @@ def signature_header(
     layout = _signature_layout(key.algorithm, key.domain, key.selector, plan.h, len(timestamp))
     if layout is None:
         return _signature_header_by_parsing(message, key, now=now, unsigned=left_out)
-    body_hash = base64.b64encode(hashlib.sha256(relaxed_body(message[end + len(HEADER_END) :])).digest())
+    if facts is not None and facts.body_single_spaced:  # its own relaxed form: hashed where it is
+        body_digest = hashlib.sha256(memoryview(message)[body_start:])
+    else:
+        body_digest = hashlib.sha256(relaxed_body(message[body_start:]))
+    body_hash = base64.b64encode(body_digest.digest())
     pieces = plan.template.copy()
     pieces[1::2] = values
     unsigned_value = b"".join((layout.head, timestamp, layout.middle, body_hash, b"; b="))
@@ -399,6 +417,17 @@ def _clean_signed_headers(block: bytes, unsigned: tuple[bytes, ...]) -> tuple[He
     if plan is None:
         return None
     return plan, list(map(bytes.strip, map(itemgetter(1), map(cut.__getitem__, plan.picks))))
+
+
+def _told_signed_headers(
+    names: tuple[bytes, ...], values: list[bytes], unsigned: tuple[bytes, ...]
+) -> tuple[HeaderPlan, list[bytes]] | None:
+    """_clean_signed_headers for a block render described (render.MessageFacts): its names, and values
+    each its own relaxed form already."""
+    plan = _header_plan(names, unsigned)
+    if plan is None:
+        return None
+    return plan, list(map(values.__getitem__, plan.picks))
 
 
 @dataclass(frozen=True, slots=True)
