@@ -106,6 +106,9 @@ UNSUBSCRIBE_PREFIX = "unsubscribe+"
 VARYING_HEADER_NAMES = ("From", "To", "Subject", "Date", "Message-ID", "List-Unsubscribe")
 ONE_CLICK = "List-Unsubscribe-Post: List-Unsubscribe=One-Click"
 MIME_VERSION = "MIME-Version: 1.0"
+# Two spaces: the regular expression finds them in half the time of `in` where single spaces are
+# frequent (bytes' search stops at each one).
+RUN_OF_SPACES = re.compile(rb"  ")
 # For _single_spaced_values: a space and a line feed (which separates two values) become a space,
 # any other printable ASCII byte an "x", and every other byte "!".
 SPACING = bytes(0x20 if byte in b" \n" else 0x78 if 0x20 < byte < 0x7F else 0x21 for byte in range(256))
@@ -279,7 +282,7 @@ class TextPartTemplate:
             # The lines are as they are in `data` but for soft breaks ("=" and CRLF, which neither make
             # nor break a run of spaces) and end in neither space nor tab (tested above), and no fixed
             # piece does: a run of spaces or a tab is within one piece, and each fixed one has none.
-            single_spaced = self.fixed_single_spaced and b"  " not in data and b"\t" not in data
+            single_spaced = self.fixed_single_spaced and not RUN_OF_SPACES.search(data) and b"\t" not in data
         out = [b""] * (2 * len(encoded) + 1)
         out[0::2] = self.fixed
         out[1::2] = encoded
@@ -374,12 +377,8 @@ class RenderedMessage(WireMessage):
     """An email as render wrote it, with its facts. Anything made of its bytes (a slice, a join) is
     plain bytes again, without them: they describe these bytes only."""
 
-    facts: MessageFacts | None
-
-    def __new__(cls, message: bytes, facts: MessageFacts | None = None) -> RenderedMessage:
-        made = super().__new__(cls, message)
-        made.facts = facts
-        return made
+    # Set once made (bytes' own constructor, quicker than one in Python).
+    facts: MessageFacts | None = None
 
 
 STANDARD_FIELDS = {"first_name", "last_name", "email", UNSUBSCRIBE_TAG, WEB_VERSION_TAG}
@@ -610,14 +609,14 @@ def render(
             if varying_values is not None:
                 # The boundary's hex digits leave Content-Type single-spaced.
                 header_values = [*varying_values, *layout.constant_values, content_type]
-        facts = MessageFacts(
+        message = RenderedMessage(message)
+        message.facts = MessageFacts(
             layout.names or (),
             header_values,
             len(head_bytes) + len(CONTENT_TYPE_PREFIX) + len(content_type) + 6,  # the CRLFs around it
             # The rest of the body is MIME headers without a run of spaces, boundaries and base64.
             text_single_spaced,
         )
-        message = RenderedMessage(message, facts)
     envelope_from = (
         f"{VERP_PREFIX}{tokens.verp_token(deliverable_id)}@{bounce_domain}"
         if bounce_domain
@@ -637,7 +636,7 @@ def _single_spaced_values(values: list[str]) -> list[bytes] | None:
         joined = joined.replace("\r\n ", " ")  # the folds (List-Unsubscribe's, email.header's)
     data = joined.encode("utf-8")
     spacing = data.translate(SPACING)
-    if b"!" in spacing or b"  " in spacing or spacing.startswith(b" ") or spacing.endswith(b" "):
+    if b"!" in spacing or RUN_OF_SPACES.search(spacing) or spacing.startswith(b" ") or spacing.endswith(b" "):
         return None
     return data.split(b"\n")
 
