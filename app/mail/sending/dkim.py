@@ -305,10 +305,10 @@ def signature_header(
     digest.update(layout.relaxed_unsigned.apply(unsigned_value))
     signature = base64.b64encode(key.sign_digest(digest.digest()))
     folding = layout.folded(len(signature))
-    signed_value = b"".join((unsigned_value, signature, b"\r\n"))
-    if folding is None:  # a layout fold() does not make by insertions alone: fold() itself
+    if folding is None:  # a layout whose breaks fall inside t= or bh=: fold() itself
+        signed_value = b"".join((unsigned_value, signature, b"\r\n"))
         return SIGNATURE_NAME + b": " + cast(bytes, dkim.fold(signed_value, namelen=len(SIGNATURE_NAME)))
-    return SIGNATURE_NAME + b": " + folding.apply(signed_value)
+    return SIGNATURE_NAME + b": " + folding.apply(timestamp, body_hash, signature)
 
 
 def _signature_header_by_parsing(
@@ -482,8 +482,29 @@ class SignatureLayout:
     # The value's shape with `now`'s digits and bh= as placeholders, b= still empty.
     shape: bytes
 
-    def folded(self, signature_length: int) -> Insertions | None:
-        return _folding(self.shape, signature_length)
+    def folded(self, signature_length: int) -> SignatureFolding | None:
+        return _folding(self.shape, len(self.head), len(self.middle), signature_length)
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureFolding:
+    """dkimpy's `fold` of the signed value when none of its breaks falls inside t= or bh= (t= follows a
+    space, and bh= is shorter than a line): the tags around t= and bh= folded once, and the signature
+    cut where `fold` breaks it. One map and two joins an email, against a slice and an insertion for
+    each of a dozen breaks (1.8 us)."""
+
+    before_t: bytes
+    t_to_bh: bytes
+    bh_to_b: bytes
+    signature_cuts: tuple[slice, ...]
+    signature_break: bytes
+    end: bytes
+
+    def apply(self, timestamp: bytes, body_hash: bytes, signature: bytes) -> bytes:
+        folded_signature = self.signature_break.join(map(signature.__getitem__, self.signature_cuts))
+        return b"".join(
+            (self.before_t, timestamp, self.t_to_bh, body_hash, self.bh_to_b, folded_signature, self.end)
+        )
 
 
 @lru_cache(maxsize=64)
@@ -506,10 +527,48 @@ _BODY_HASH_LENGTH = len(base64.b64encode(hashlib.sha256().digest()))
 
 
 @lru_cache(maxsize=64)
-def _folding(shape: bytes, signature_length: int) -> Insertions | None:
-    """How `fold` breaks the signed value: its shape with a placeholder signature and the line end."""
+def _folding(
+    shape: bytes, head_length: int, middle_length: int, signature_length: int
+) -> SignatureFolding | None:
+    """How `fold` breaks the signed value: found on its shape with a placeholder signature and the line
+    end, and checked on it."""
     full = shape + b"A" * signature_length + b"\r\n"
-    return Insertions.between(full, dkim.fold(full, namelen=len(SIGNATURE_NAME)))
+    folded = dkim.fold(full, namelen=len(SIGNATURE_NAME))
+    insertions = Insertions.between(full, folded)
+    if insertions is None:
+        return None
+    # Each break: the index of the byte of `full` it goes before, and what it inserts.
+    breaks = [
+        (cut.stop, inserted) for cut, inserted in zip(insertions.cuts, insertions.inserted, strict=False)
+    ]
+    t_start, b_start = head_length, len(shape)
+    bh_end = b_start - len(b"; b=")
+    bh_start = bh_end - _BODY_HASH_LENGTH
+    t_end = bh_start - middle_length
+    b_end = b_start + signature_length
+    if any(t_start < at < t_end or bh_start < at < bh_end for at, _ in breaks):
+        return None
+    inside = [(at - b_start, inserted) for at, inserted in breaks if b_start < at < b_end]
+    if len({inserted for _, inserted in inside}) > 1:
+        return None
+
+    def landed(at: int, after_its_breaks: bool) -> int:
+        """Where the byte at `at` of `full` lands in `folded`: after the breaks at `at` itself or before."""
+        return at + sum(
+            len(inserted) for where, inserted in breaks if where < at or (after_its_breaks and where == at)
+        )
+
+    positions = [at for at, _ in inside]
+    made = SignatureFolding(
+        folded[: landed(t_start, True)],
+        folded[landed(t_end, False) : landed(bh_start, True)],
+        folded[landed(bh_end, False) : landed(b_start, True)],
+        tuple(map(slice, [0, *positions], [*positions, None])),
+        inside[0][1] if inside else b"",
+        folded[landed(b_end, False) :],
+    )
+    placeholders = (full[t_start:t_end], full[bh_start:bh_end], full[b_start:b_end])
+    return made if made.apply(*placeholders) == folded else None
 
 
 def sign_message(
