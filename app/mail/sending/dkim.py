@@ -283,7 +283,7 @@ def signature_header(
             return _signature_header_by_parsing(message, key, now=now, unsigned=left_out)
         body_start = end + len(HEADER_END)
     if facts is not None and facts.header_values is not None:
-        signed = _told_signed_headers(facts.header_names, facts.header_values, left_out)
+        signed = _signed_headers_from_facts(facts.header_names, facts.header_values, left_out)
     else:
         signed = _clean_signed_headers(message[: body_start - 2], left_out)
     if signed is None:
@@ -419,7 +419,7 @@ def _clean_signed_headers(block: bytes, unsigned: tuple[bytes, ...]) -> tuple[He
     return plan, list(map(bytes.strip, map(itemgetter(1), map(cut.__getitem__, plan.picks))))
 
 
-def _told_signed_headers(
+def _signed_headers_from_facts(
     names: tuple[bytes, ...], values: list[bytes], unsigned: tuple[bytes, ...]
 ) -> tuple[HeaderPlan, list[bytes]] | None:
     """_clean_signed_headers for a block render described (render.MessageFacts): its names, and values
@@ -490,8 +490,8 @@ class SignatureLayout:
 class SignatureFolding:
     """dkimpy's `fold` of the signed value when none of its breaks falls inside t= or bh= (t= follows a
     space, and bh= is shorter than a line): the tags around t= and bh= folded once, and the signature
-    cut where `fold` breaks it. One map and two joins an email, against a slice and an insertion for
-    each of a dozen breaks (1.8 us)."""
+    cut where `fold` breaks it. One map and two joins an email: 1.1 us, against 2.2 for a slice and an
+    insertion at each of a dozen breaks."""
 
     before_t: bytes
     t_to_bh: bytes
