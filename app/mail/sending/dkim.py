@@ -46,6 +46,7 @@ from dkim.canonicalization import correct_empty_body, strip_trailing_lines
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
+from app.mail.sending.render import RenderedMessage
 from app.mail.sending.smtp import WireMessage
 from app.models import DkimKey
 
@@ -268,10 +269,23 @@ def signature_header(
     A message whose header block is clean (see _clean_signed_headers: what render.py writes) is signed
     from a plan made once per sequence of header names, and its signature folded by a layout made once
     per key and h=; any other goes through _signature_header_by_parsing, the same bytes the long way
-    (tests/mail/sending/test_dkim.py compares the two on random messages)."""
+    (tests/mail/sending/test_dkim.py compares the two on random messages). An email render wrote
+    (render.RenderedMessage) says itself what reading it would find (render.MessageFacts: its header
+    names and relaxed values, where its body starts, whether the body is its own relaxed form), so
+    that nothing of it is searched again; the tests compare that path with the other two."""
     left_out = tuple(unsigned)
-    end = message.find(HEADER_END)
-    signed = _clean_signed_headers(message[: end + 2], left_out) if end >= 0 else None
+    facts = message.facts if isinstance(message, RenderedMessage) else None
+    if facts is not None:
+        body_start = facts.body_start
+    else:
+        end = message.find(HEADER_END)
+        if end < 0:
+            return _signature_header_by_parsing(message, key, now=now, unsigned=left_out)
+        body_start = end + len(HEADER_END)
+    if facts is not None and facts.header_values is not None:
+        signed = _signed_headers_from_facts(facts.header_names, facts.header_values, left_out)
+    else:
+        signed = _clean_signed_headers(message[: body_start - 2], left_out)
     if signed is None:
         return _signature_header_by_parsing(message, key, now=now, unsigned=left_out)
     plan, values = signed
@@ -279,7 +293,11 @@ def signature_header(
     layout = _signature_layout(key.algorithm, key.domain, key.selector, plan.h, len(timestamp))
     if layout is None:
         return _signature_header_by_parsing(message, key, now=now, unsigned=left_out)
-    body_hash = base64.b64encode(hashlib.sha256(relaxed_body(message[end + len(HEADER_END) :])).digest())
+    if facts is not None and facts.body_single_spaced:  # its own relaxed form: hashed where it is
+        body_digest = hashlib.sha256(memoryview(message)[body_start:])
+    else:
+        body_digest = hashlib.sha256(relaxed_body(message[body_start:]))
+    body_hash = base64.b64encode(body_digest.digest())
     pieces = plan.template.copy()
     pieces[1::2] = values
     unsigned_value = b"".join((layout.head, timestamp, layout.middle, body_hash, b"; b="))
@@ -287,10 +305,10 @@ def signature_header(
     digest.update(layout.relaxed_unsigned.apply(unsigned_value))
     signature = base64.b64encode(key.sign_digest(digest.digest()))
     folding = layout.folded(len(signature))
-    signed_value = b"".join((unsigned_value, signature, b"\r\n"))
-    if folding is None:  # a layout fold() does not make by insertions alone: fold() itself
+    if folding is None:  # a layout whose breaks fall inside t= or bh=: fold() itself
+        signed_value = b"".join((unsigned_value, signature, b"\r\n"))
         return SIGNATURE_NAME + b": " + cast(bytes, dkim.fold(signed_value, namelen=len(SIGNATURE_NAME)))
-    return SIGNATURE_NAME + b": " + folding.apply(signed_value)
+    return SIGNATURE_NAME + b": " + folding.apply(timestamp, body_hash, signature)
 
 
 def _signature_header_by_parsing(
@@ -401,6 +419,17 @@ def _clean_signed_headers(block: bytes, unsigned: tuple[bytes, ...]) -> tuple[He
     return plan, list(map(bytes.strip, map(itemgetter(1), map(cut.__getitem__, plan.picks))))
 
 
+def _signed_headers_from_facts(
+    names: tuple[bytes, ...], values: list[bytes], unsigned: tuple[bytes, ...]
+) -> tuple[HeaderPlan, list[bytes]] | None:
+    """_clean_signed_headers for a block render described (render.MessageFacts): its names, and values
+    each its own relaxed form already."""
+    plan = _header_plan(names, unsigned)
+    if plan is None:
+        return None
+    return plan, list(map(values.__getitem__, plan.picks))
+
+
 @dataclass(frozen=True, slots=True)
 class Insertions:
     """Bytes put into a value at fixed places: how dkimpy's `fold` (and the relaxed form of what it
@@ -453,8 +482,29 @@ class SignatureLayout:
     # The value's shape with `now`'s digits and bh= as placeholders, b= still empty.
     shape: bytes
 
-    def folded(self, signature_length: int) -> Insertions | None:
-        return _folding(self.shape, signature_length)
+    def folded(self, signature_length: int) -> SignatureFolding | None:
+        return _folding(self.shape, len(self.head), len(self.middle), signature_length)
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureFolding:
+    """dkimpy's `fold` of the signed value when none of its breaks falls inside t= or bh= (t= follows a
+    space, and bh= is shorter than a line): the tags around t= and bh= folded once, and the signature
+    cut where `fold` breaks it. One map and two joins an email: 1.1 us, against 2.2 for a slice and an
+    insertion at each of a dozen breaks."""
+
+    before_t: bytes
+    t_to_bh: bytes
+    bh_to_b: bytes
+    signature_cuts: tuple[slice, ...]
+    signature_break: bytes
+    end: bytes
+
+    def apply(self, timestamp: bytes, body_hash: bytes, signature: bytes) -> bytes:
+        folded_signature = self.signature_break.join(map(signature.__getitem__, self.signature_cuts))
+        return b"".join(
+            (self.before_t, timestamp, self.t_to_bh, body_hash, self.bh_to_b, folded_signature, self.end)
+        )
 
 
 @lru_cache(maxsize=64)
@@ -477,10 +527,48 @@ _BODY_HASH_LENGTH = len(base64.b64encode(hashlib.sha256().digest()))
 
 
 @lru_cache(maxsize=64)
-def _folding(shape: bytes, signature_length: int) -> Insertions | None:
-    """How `fold` breaks the signed value: its shape with a placeholder signature and the line end."""
+def _folding(
+    shape: bytes, head_length: int, middle_length: int, signature_length: int
+) -> SignatureFolding | None:
+    """How `fold` breaks the signed value: found on its shape with a placeholder signature and the line
+    end, and checked on it."""
     full = shape + b"A" * signature_length + b"\r\n"
-    return Insertions.between(full, dkim.fold(full, namelen=len(SIGNATURE_NAME)))
+    folded = dkim.fold(full, namelen=len(SIGNATURE_NAME))
+    insertions = Insertions.between(full, folded)
+    if insertions is None:
+        return None
+    # Each break: the index of the byte of `full` it goes before, and what it inserts.
+    breaks = [
+        (cut.stop, inserted) for cut, inserted in zip(insertions.cuts, insertions.inserted, strict=False)
+    ]
+    t_start, b_start = head_length, len(shape)
+    bh_end = b_start - len(b"; b=")
+    bh_start = bh_end - _BODY_HASH_LENGTH
+    t_end = bh_start - middle_length
+    b_end = b_start + signature_length
+    if any(t_start < at < t_end or bh_start < at < bh_end for at, _ in breaks):
+        return None
+    inside = [(at - b_start, inserted) for at, inserted in breaks if b_start < at < b_end]
+    if len({inserted for _, inserted in inside}) > 1:
+        return None
+
+    def landed(at: int, after_its_breaks: bool) -> int:
+        """Where the byte at `at` of `full` lands in `folded`: after the breaks at `at` itself or before."""
+        return at + sum(
+            len(inserted) for where, inserted in breaks if where < at or (after_its_breaks and where == at)
+        )
+
+    positions = [at for at, _ in inside]
+    made = SignatureFolding(
+        folded[: landed(t_start, True)],
+        folded[landed(t_end, False) : landed(bh_start, True)],
+        folded[landed(bh_end, False) : landed(b_start, True)],
+        tuple(map(slice, [0, *positions], [*positions, None])),
+        inside[0][1] if inside else b"",
+        folded[landed(b_end, False) :],
+    )
+    placeholders = (full[t_start:t_end], full[bh_start:bh_end], full[b_start:b_end])
+    return made if made.apply(*placeholders) == folded else None
 
 
 def sign_message(

@@ -37,7 +37,7 @@ from email.header import Header
 from email.utils import formatdate
 from functools import lru_cache
 from html.parser import HTMLParser
-from typing import Literal
+from typing import Literal, NamedTuple
 from urllib.parse import quote, urlsplit
 
 from app.mail.sending.smtp import LINE_ENDINGS, WireMessage
@@ -100,6 +100,18 @@ VERP_PREFIX = "bounces+"
 # The List-Unsubscribe mailto address, `unsubscribe+<signed deliverable id>@<bounce domain>`: mail to it
 # reaches the bounce mailbox, which unsubscribes that email's contact (bounce_mailbox.py).
 UNSUBSCRIBE_PREFIX = "unsubscribe+"
+# The headers whose values `render` writes for each email (From's is the campaign's), in the order it
+# writes them; List-Unsubscribe-Post, the campaign's own headers (campaign_headers) and MIME-Version
+# follow, joined once a campaign (HeadLayout).
+VARYING_HEADER_NAMES = ("From", "To", "Subject", "Date", "Message-ID", "List-Unsubscribe")
+ONE_CLICK = "List-Unsubscribe-Post: List-Unsubscribe=One-Click"
+MIME_VERSION = "MIME-Version: 1.0"
+# Two spaces: the regular expression finds them in half the time of `in` where single spaces are
+# frequent (bytes' search stops at each one).
+RUN_OF_SPACES = re.compile(rb"  ")
+# For _single_spaced_values: a space and a line feed (which separates two values) become a space,
+# any other printable ASCII byte an "x", and every other byte "!".
+SPACING = bytes(0x20 if byte in b" \n" else 0x78 if 0x20 < byte < 0x7F else 0x21 for byte in range(256))
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,11 +211,15 @@ class TextPartTemplate:
     more_bytes: int
     # Whether the last line of `lines` ends the text (binascii's end-of-data rules).
     ends_text: bool
+    # Whether the encoded pieces made once (`constant`, or every one of `fixed`) are single-spaced
+    # (_single_spaced): then only what each email encodes is searched for runs of spaces and tabs.
+    fixed_single_spaced: bool = False
 
     @classmethod
     def of(cls, text: Template) -> TextPartTemplate:
         if not text.holes:
-            return cls(_text_part(text.literals[0]), None, (), 0, False)
+            constant = _text_part(text.literals[0])
+            return cls(constant, None, (), 0, False, _single_spaced(constant[1]))
         if any("\r" in literal for literal in text.literals):
             return cls(None, None, (), 0, False)
         # The text's lines, each its literal pieces with a hole (None) between two of them.
@@ -235,35 +251,65 @@ class TextPartTemplate:
         more_bytes = sum(len(literal.encode("utf-8")) for literal in text.literals) - sum(
             len(literal.encode("utf-8")) for literal in line_literals
         )
-        return cls(None, lines, tuple(fixed), more_bytes, not hole_free)
+        fixed_single_spaced = all(map(_single_spaced, fixed))
+        return cls(None, lines, tuple(fixed), more_bytes, not hole_free, fixed_single_spaced)
 
-    def encode(self, text: str, filled: list[str]) -> tuple[bytes, bytes]:
-        """The part's encoding and content for `text`, this template filled with `filled`."""
+    def encode(self, text: str, filled: list[str]) -> tuple[bytes, bytes, bool]:
+        """The part's encoding and content for `text`, this template filled with `filled`, and whether
+        the content is known to be single-spaced (_single_spaced; False: not known)."""
         if self.constant is not None:
-            return self.constant
+            return (*self.constant, self.fixed_single_spaced)
         if self.lines is None:
-            return _text_part(text)
+            return _text_part_not_known_spaced(text)
         data = self.lines.join(filled).encode("utf-8")
         size = len(data) + self.more_bytes
         each = data.split(b"\n")
         if (size - len(text)) * 8 > size or len(each) != len(self.fixed) - 1:
-            return _text_part(text)  # base64, or a value holding a line break
+            return _text_part_not_known_spaced(text)  # base64, or a value holding a line break
         # _quoted_printable's test for plain lines, whitespace at their ends read off their last bytes
         # (quicker than searching the text for whitespace before a line break).
         last_bytes = b"".join(map(LAST_BYTE, each))
         if b"\x01" in data.translate(QP_MARKS) or b" " in last_bytes or b"\t" in last_bytes:
             if b"\r" in data:
-                return _text_part(text)
+                return _text_part_not_known_spaced(text)
             # Each line as it is in the text: followed by a line break, but the text's last.
             encoded = [_quoted_printable(line + b"\n")[:-2] for line in each]
             if self.ends_text:
                 encoded[-1] = _quoted_printable(each[-1])
+            single_spaced = False  # not known: binascii wrote these lines
         else:
             encoded = [line if len(line) <= QP_LINE else _soft_breaks(line) for line in each]
+            # The lines are as they are in `data` but for soft breaks ("=" and CRLF, which neither make
+            # nor break a run of spaces) and end in neither space nor tab (tested above), and no fixed
+            # piece does: a run of spaces or a tab is within one piece, and each fixed one has none.
+            single_spaced = self.fixed_single_spaced and not RUN_OF_SPACES.search(data) and b"\t" not in data
         out = [b""] * (2 * len(encoded) + 1)
         out[0::2] = self.fixed
         out[1::2] = encoded
-        return b"quoted-printable", _leading_dots_escaped(b"".join(out))
+        # Escaping a leading "." changes no space nor what follows one.
+        return b"quoted-printable", _leading_dots_escaped(b"".join(out)), single_spaced
+
+
+@dataclass(frozen=True, slots=True)
+class HeadLayout:
+    """A campaign's header lines after the VARYING_HEADER_NAMES, joined (`constant_lines`). For the
+    DKIM signer (see MessageFacts), the names of all the headers render writes, in order, Content-Type
+    last, and the values of the constant ones, each its own relaxed form; both None when a constant
+    one is not single-spaced or not `Name: value` (the signer then reads the block itself)."""
+
+    constant_lines: str
+    names: tuple[bytes, ...] | None
+    constant_values: tuple[bytes, ...] | None
+
+    @classmethod
+    def of(cls, campaign_headers: tuple[str, ...]) -> HeadLayout:
+        constant = [ONE_CLICK, *campaign_headers, MIME_VERSION]
+        split = [header.partition(": ") for header in constant]
+        values = _single_spaced_values([value for _, _, value in split])
+        if values is None or not all(separator and name.isascii() for name, separator, _ in split):
+            return cls(CRLF.join(constant), None, None)
+        names = [*VARYING_HEADER_NAMES, *(name for name, _, _ in split), "Content-Type"]
+        return cls(CRLF.join(constant), tuple(name.encode("ascii") for name in names), tuple(values))
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +328,7 @@ class CompiledCampaign:
     text_part: TextPartTemplate
     # The URL of each link, or None when merge tags make it differ by recipient.
     fixed_link_urls: tuple[str | None, ...]
+    head_layout: HeadLayout
     # Headers the same for every email of the campaign (List-Id, Feedback-ID, Reply-To).
     campaign_headers: tuple[str, ...] = ()
     tracks_opens: bool = True
@@ -310,6 +357,28 @@ class Rendered:
     message_id: str
     # The From address's domain: a sending domain may have relays of its own (TIDINGS_SMTP_URL).
     sending_domain: str = ""
+
+
+class MessageFacts(NamedTuple):
+    """What render knows of an email it wrote, which the DKIM signer (dkim.py) would otherwise learn by
+    reading it again: the names of its headers in order; their values, each its own relaxed form
+    (unfolded, printable ASCII, single-spaced, nothing around it; None when render does not know them
+    so); where the body starts; and whether the body is single-spaced (no tab, no run of spaces, no
+    space before a line end), which makes it its own relaxed form too (it ends with one CRLF). A named
+    tuple: made for every email, and a tuple is made quickest."""
+
+    header_names: tuple[bytes, ...]
+    header_values: list[bytes] | None
+    body_start: int
+    body_single_spaced: bool
+
+
+class RenderedMessage(WireMessage):
+    """An email as render wrote it, with its facts. Anything made of its bytes (a slice, a join) is
+    plain bytes again, without them: they describe these bytes only."""
+
+    # Set once made (bytes' own constructor, quicker than one in Python).
+    facts: MessageFacts | None = None
 
 
 STANDARD_FIELDS = {"first_name", "last_name", "email", UNSUBSCRIBE_TAG, WEB_VERSION_TAG}
@@ -400,6 +469,7 @@ def compile_campaign(
         fixed_link_urls=tuple(
             None if any(isinstance(p, Tag) for p in link) else _join_url(link, {}) for link in links
         ),
+        head_layout=HeadLayout.of(headers),
         campaign_headers=headers,
         tracks_opens=track_opens,
         from_domain=_ascii_domain(from_email).rpartition("@")[2].lower(),
@@ -499,7 +569,10 @@ def render(
 ) -> Rendered:
     """The email for one recipient. With a bounce domain (TIDINGS_BOUNCE_DOMAIN), its envelope sender
     is the VERP address `bounces+<signed deliverable id>@<bounce domain>`, so a bounce names the email it
-    is about (app/mail/bounces/bounce_mailbox.py); without one, the campaign's from address."""
+    is about (app/mail/bounces/bounce_mailbox.py); without one, the campaign's from address.
+
+    The message is a RenderedMessage when its headers are ready for DATA as they are (WireMessage):
+    what render knows of it goes with it to the DKIM signer (MessageFacts)."""
     deliverable_id = recipient.deliverable_id
     filled = fill_parts(compiled, recipient, tokens, base_url)
     subject, html_body = filled.subject, filled.html
@@ -510,26 +583,62 @@ def render(
     message_id = f"<{tokens.message_id_token(deliverable_id)}@{compiled.from_domain or host}>"
     to_email = _ascii_domain(recipient.email)
     name = " ".join(part for part in (recipient.first_name, recipient.last_name) if part)
-    headers = [
-        f"From: {compiled.from_header}",
-        f"To: {_address_header(name, to_email)}",
-        f"Subject: {_header_text(subject)}",
-        f"Date: {_date_header()}",
-        f"Message-ID: {message_id}",
+    to = _address_header(name, to_email)
+    subject_text = _header_text(subject)
+    date = _date_header()
+    unsubscribe = f"<{unsubscribe_url}>{mailto}"
+    layout = compiled.head_layout
+    # The VARYING_HEADER_NAMES in their order, then the campaign's constant lines.
+    head = (
+        f"From: {compiled.from_header}\r\nTo: {to}\r\nSubject: {subject_text}\r\nDate: {date}\r\n"
+        f"Message-ID: {message_id}\r\n"
         # Folded (RFC 5322 wants lines under 78 characters): each address on a line of its own.
-        f"List-Unsubscribe:{CRLF} <{unsubscribe_url}>{mailto}",
-        "List-Unsubscribe-Post: List-Unsubscribe=One-Click",
-        *compiled.campaign_headers,
-        "MIME-Version: 1.0",
-    ]
-    text_encoding, text_part = compiled.text_part.encode(filled.text, filled.text_values)
-    message = _alternative_message(headers, text_encoding, text_part, html_body)
+        f"List-Unsubscribe:\r\n {unsubscribe}\r\n{layout.constant_lines}"
+    )
+    text_encoding, text_part, text_single_spaced = compiled.text_part.encode(filled.text, filled.text_values)
+    head_bytes = head.encode("utf-8")
+    boundary = _boundary()
+    content_type = _content_type(boundary)
+    message: bytes = _multipart(head_bytes, content_type, boundary, text_encoding, text_part, html_body)
+    if _wire_safe(head):
+        header_values = None
+        if layout.names is not None and layout.constant_values is not None:
+            varying_values = _single_spaced_values(
+                [compiled.from_header, to, subject_text, date, message_id, unsubscribe]
+            )
+            if varying_values is not None:
+                # The boundary's hex digits leave Content-Type single-spaced.
+                header_values = [*varying_values, *layout.constant_values, content_type]
+        message = RenderedMessage(message)
+        message.facts = MessageFacts(
+            layout.names or (),
+            header_values,
+            len(head_bytes) + len(CONTENT_TYPE_PREFIX) + len(content_type) + 6,  # the CRLFs around it
+            # The rest of the body is MIME headers without a run of spaces, boundaries and base64.
+            text_single_spaced,
+        )
     envelope_from = (
         f"{VERP_PREFIX}{tokens.verp_token(deliverable_id)}@{bounce_domain}"
         if bounce_domain
         else compiled.from_email
     )
     return Rendered(envelope_from, to_email, message, message_id, compiled.from_domain)
+
+
+def _single_spaced_values(values: list[str]) -> list[bytes] | None:
+    """Header values as render writes them, unfolded and encoded, when every one is single-spaced:
+    printable ASCII, not empty, no run of spaces, no space at either end (then each is its own relaxed
+    form, RFC 6376 3.4.2). None otherwise (a value holding a tab, a line break or another byte, an
+    address with non-ASCII): the signer reads the block itself. The values are checked joined by line
+    feeds, by one translation (SPACING) and two searches, not one by one."""
+    joined = "\n".join(values)
+    if "\r" in joined:
+        joined = joined.replace("\r\n ", " ")  # the folds (List-Unsubscribe's, email.header's)
+    data = joined.encode("utf-8")
+    spacing = data.translate(SPACING)
+    if b"!" in spacing or RUN_OF_SPACES.search(spacing) or spacing.startswith(b" ") or spacing.endswith(b" "):
+        return None
+    return data.split(b"\n")
 
 
 def _unsubscribe_mailto(tokens: MailTokens, deliverable_id: int, bounce_domain: str) -> str:
@@ -553,15 +662,36 @@ def multipart_alternative(headers: list[str], text_body: str, html_body: str) ->
 
 def _alternative_message(headers: list[str], text_encoding: bytes, text_part: bytes, html_body: str) -> bytes:
     """multipart_alternative's message, its text part already encoded."""
-    # "=_" keeps the boundary out of either part; the rest only tells it from others' boundaries, so it
-    # needs no secret randomness (os.urandom was a system call an email, 1 to 6 us).
-    boundary = b"=_%024x" % random.getrandbits(96)
     # The headers joined and checked as one string, not one by one (a dozen calls an email).
     head = CRLF.join(headers)
-    message = CRLF_BYTES.join(
+    boundary = _boundary()
+    message = _multipart(
+        head.encode("utf-8"), _content_type(boundary), boundary, text_encoding, text_part, html_body
+    )
+    return WireMessage(message) if _wire_safe(head) else message
+
+
+def _boundary() -> bytes:
+    # "=_" keeps the boundary out of either part; the rest only tells it from others' boundaries, so it
+    # needs no secret randomness (os.urandom was a system call an email, 1 to 6 us).
+    return b"=_%024x" % random.getrandbits(96)
+
+
+CONTENT_TYPE_PREFIX = b"Content-Type: "
+
+
+def _content_type(boundary: bytes) -> bytes:
+    return b'multipart/alternative; boundary="' + boundary + b'"'
+
+
+def _multipart(
+    head: bytes, content_type: bytes, boundary: bytes, text_encoding: bytes, text_part: bytes, html_body: str
+) -> bytes:
+    """The message: the header lines `head`, Content-Type, and the text and html parts."""
+    return CRLF_BYTES.join(
         [
-            head.encode("utf-8"),
-            b'Content-Type: multipart/alternative; boundary="' + boundary + b'"',
+            head,
+            CONTENT_TYPE_PREFIX + content_type,
             b"",
             b"--" + boundary,
             b'Content-Type: text/plain; charset="utf-8"',
@@ -577,7 +707,6 @@ def _alternative_message(headers: list[str], text_encoding: bytes, text_part: by
             b"",
         ]
     )
-    return WireMessage(message) if _wire_safe(head) else message
 
 
 def _wire_safe(head: str) -> bool:
@@ -594,6 +723,19 @@ def _text_part(text: str) -> tuple[bytes, bytes]:
     if (len(data) - len(text)) * 8 > len(data):
         return b"base64", _base64_bytes(data)
     return b"quoted-printable", _leading_dots_escaped(_quoted_printable(data))
+
+
+def _text_part_not_known_spaced(text: str) -> tuple[bytes, bytes, bool]:
+    """_text_part's encoding and content, and whether they are known to be single-spaced: base64 is
+    (it has no space at all); quoted-printable is not searched here (the signer does it, if it signs)."""
+    encoding, content = _text_part(text)
+    return encoding, content, encoding == b"base64"
+
+
+def _single_spaced(encoded: bytes) -> bool:
+    """Whether `encoded` holds no tab, no run of spaces and no space before a CR or at its end: what
+    DKIM's relaxed body canonicalisation (RFC 6376 3.4.4) leaves as it is."""
+    return not (b"\t" in encoded or b"  " in encoded or b" \r" in encoded or encoded.endswith(b" "))
 
 
 def _quoted_printable(data: bytes) -> bytes:

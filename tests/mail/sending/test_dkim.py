@@ -35,7 +35,7 @@ from app.mail.sending.dkim import (
     relaxed_body,
     signature_header,
 )
-from app.mail.sending.render import Recipient, compile_campaign, render
+from app.mail.sending.render import Recipient, RenderedMessage, compile_campaign, render
 from app.mail.sending.smtp import WireMessage
 from app.mail.sending.tokens import MailTokens
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
@@ -458,6 +458,7 @@ def test_random_bodies_are_made_relaxed_as_dkimpy_makes_them() -> None:
         assert relaxed_body(body) == relaxed.canonicalize_body(body), body
 
 
+RELAXED = dkim.CanonicalizationPolicy.from_c_value(b"relaxed/relaxed")
 RSA_KEY = SigningKey(
     b"example.com", b"s1", "rsa", rsa.generate_private_key(public_exponent=65537, key_size=2048)
 )
@@ -607,3 +608,140 @@ def test_insertions_are_found_only_when_there_are_only_insertions() -> None:
     assert Insertions.between(b"abc", b"abc") == Insertions((slice(0, None),), ())
     assert Insertions.between(b"abc", b"ab") is None  # a byte removed
     assert Insertions.between(b"abc", b"abd") is None  # a byte changed
+
+
+# Odd input from every side render takes it: custom fields and names with runs of spaces, tabs, line
+# breaks and non-ASCII, subjects too long for a line, addresses with non-ASCII local parts.
+ODD_VALUES = [
+    "",
+    "Ann",
+    "a  b",
+    " lead",
+    "trail ",
+    "tab\there",
+    "two\nlines",
+    "cr\rhere",
+    "Zoë",
+    "日本語",
+    "x" * 90,
+    "=?utf-8?q?x?=",
+    "{{ not a tag }}",
+    "\u00a0nbsp",
+    "a\x0bb",
+    ".",
+]
+
+
+def odd(rng: random.Random, plain: str | None) -> str | None:
+    return rng.choice(ODD_VALUES) if rng.random() < 0.5 else plain
+
+
+def random_rendered(rng: random.Random) -> RenderedMessage | bytes:
+    """A rendered email of a random campaign: html or author's text part with merge tags among odd
+    literals, Reply-To, List-Id and Feedback-ID or not, a bounce domain (the mailto in
+    List-Unsubscribe) or not, and a recipient with odd names and fields."""
+    words = [
+        "Hello",
+        "{{ first_name }}",
+        '{{ company | "friend" }}',
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "déjà",
+        ".",
+        "https://example.com/{{ company }}",
+        "{{ last_name }}",
+        "x" * rng.randint(60, 80),
+        *["word", " ", "the ", "news", ", ", "\n", "a b"] * 3,
+    ]
+
+    def text(count: int) -> str:
+        return "".join(rng.choice(words) for _ in range(rng.randint(0, count)))
+
+    html = f'<p>{text(30)}</p><a href="https://example.com/a?{text(2)}">{text(3)}</a>'
+    headers = rng.choice(
+        [
+            (),
+            ("List-Id: <list-1.mail.example.com>", "Feedback-ID: 1:2:1:tidings"),
+            ("Feedback-ID: 1:2:0:tidings",),
+        ]
+    )
+    compiled = compile_campaign(
+        7,
+        text(6) or "Subject",
+        html,
+        rng.choice(["Zoë Müller", "News", "", "A  very   spaced\tname"]),
+        rng.choice(["news@example.com", "news@example.com", "news@exämple.com"]),
+        headers,
+        text_source=text(40) if rng.random() < 0.4 else None,
+        reply_to=rng.choice([None, "desk@example.com"]),
+    )
+    recipient = Recipient(
+        rng.randint(1, 10**6),
+        rng.choice(["anaïs@example.org", "ann@example.org", "b@exämple.org", "c@example.org", "d@e.org"]),
+        odd(rng, "Ann"),
+        odd(rng, None),
+        {"company": odd(rng, "Acme")},
+    )
+    bounce_domain = rng.choice(["", "bounces.example.com"])
+    return render(compiled, recipient, TOKENS, BASE, bounce_domain).message
+
+
+def test_what_render_tells_the_signer_is_what_reading_the_email_finds() -> None:
+    """For random rendered emails, odd input included: each header value render gives is dkimpy's
+    relaxed form of that header, its names are the block's, its body start is the body's, and a body
+    it calls single-spaced is its own relaxed form."""
+    rng = random.Random(51)
+    told = single_spaced = 0
+    for _ in range(400):
+        message = random_rendered(rng)
+        facts = message.facts if isinstance(message, RenderedMessage) else None
+        if facts is None:
+            continue
+        end = message.find(b"\r\n\r\n")
+        assert facts.body_start == end + 4
+        headers = parse_header_block(message[: end + 4])
+        assert [name for name, _ in headers] == list(facts.header_names)
+        if facts.header_values is not None:
+            told += 1
+            relaxed = RELAXED.canonicalize_headers(headers)
+            assert [value[:-2] for _, value in relaxed] == facts.header_values, message
+        if facts.body_single_spaced:
+            single_spaced += 1
+            body = message[end + 4 :]
+            assert RELAXED.canonicalize_body(body) == body, body
+    assert told > 150 and single_spaced > 100  # told often, and not always
+    assert told < 400 and single_spaced < 400
+
+
+def test_emails_signed_from_what_render_tells_sign_as_those_read_again() -> None:
+    """The same signature, byte for byte, from the facts render gives, from the bytes alone (read by
+    _clean_signed_headers) and from the path that parses every header: both key kinds, headers left
+    out or not."""
+    rng = random.Random(52)
+    for n in range(300):
+        message = random_rendered(rng)
+        key = RSA_KEY if n % 10 == 0 else ED25519_KEY
+        unsigned = rng.choice([(), (b"date", b"message-id"), (b"subject",)])
+        told = signature_header(message, key, now=NOW, unsigned=unsigned)
+        assert told == signature_header(bytes(message), key, now=NOW, unsigned=unsigned), message
+        assert told == _signature_header_by_parsing(message, key, now=NOW, unsigned=unsigned), message
+
+
+def test_the_send_rig_campaign_tells_the_signer_everything() -> None:
+    """A plain newsletter (ASCII names, links, List-Id): render gives every header value and calls the
+    body single-spaced, so the signer reads neither; and the signature verifies."""
+    compiled = compile_campaign(
+        1,
+        "Hi {{ first_name }}, the news",
+        '<p>Hello {{ first_name | "reader" }},</p><p>Read <a href="https://example.com/a">this</a>.</p>',
+        "The News",
+        "news@example.com",
+        ("List-Id: <list-1.mail.example.com>", "Feedback-ID: 1:1:1:tidings"),
+    )
+    message = render(compiled, Recipient(5, "r5@example.org", "First5", "Last5", {}), TOKENS, BASE).message
+    assert isinstance(message, RenderedMessage) and message.facts is not None
+    assert message.facts.header_values is not None and message.facts.body_single_spaced
+    signed = signature_header(message, RSA_KEY, now=NOW) + message
+    assert dkim.DKIM(signed).verify(dnsfunc=dns_of(record_of(RSA_KEY)))
