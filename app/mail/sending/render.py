@@ -254,9 +254,10 @@ class TextPartTemplate:
         fixed_single_spaced = all(map(_single_spaced, fixed))
         return cls(None, lines, tuple(fixed), more_bytes, not hole_free, fixed_single_spaced)
 
-    def encode(self, text: str, filled: list[str]) -> tuple[bytes, bytes, bool]:
+    def encode(self, text: str, filled: list[str], spacing: bool = True) -> tuple[bytes, bytes, bool]:
         """The part's encoding and content for `text`, this template filled with `filled`, and whether
-        the content is known to be single-spaced (_single_spaced; False: not known)."""
+        the content is known to be single-spaced (_single_spaced; False: not known, and never looked
+        for without `spacing`: only the DKIM signer wants it)."""
         if self.constant is not None:
             return (*self.constant, self.fixed_single_spaced)
         if self.lines is None:
@@ -282,7 +283,9 @@ class TextPartTemplate:
             # The lines are as they are in `data` but for soft breaks ("=" and CRLF, which neither make
             # nor break a run of spaces) and end in neither space nor tab (tested above), and no fixed
             # piece does: a run of spaces or a tab is within one piece, and each fixed one has none.
-            single_spaced = self.fixed_single_spaced and not RUN_OF_SPACES.search(data) and b"\t" not in data
+            single_spaced = (
+                spacing and self.fixed_single_spaced and not RUN_OF_SPACES.search(data) and b"\t" not in data
+            )
         out = [b""] * (2 * len(encoded) + 1)
         out[0::2] = self.fixed
         out[1::2] = encoded
@@ -566,13 +569,16 @@ def render(
     tokens: MailTokens,
     base_url: str,
     bounce_domain: str = "",
+    *,
+    to_sign: bool = False,
 ) -> Rendered:
     """The email for one recipient. With a bounce domain (TIDINGS_BOUNCE_DOMAIN), its envelope sender
     is the VERP address `bounces+<signed deliverable id>@<bounce domain>`, so a bounce names the email it
     is about (app/mail/bounces/bounce_mailbox.py); without one, the campaign's from address.
 
-    The message is a RenderedMessage when its headers are ready for DATA as they are (WireMessage):
-    what render knows of it goes with it to the DKIM signer (MessageFacts)."""
+    The message is a WireMessage when its headers are ready for DATA as they are; `to_sign` (a DKIM key
+    will sign it) makes it a RenderedMessage, which takes what render knows of it to the signer
+    (MessageFacts): 4 to 8 us an email that an email not signed does not pay."""
     deliverable_id = recipient.deliverable_id
     filled = fill_parts(compiled, recipient, tokens, base_url)
     subject, html_body = filled.subject, filled.html
@@ -595,27 +601,19 @@ def render(
         # Folded (RFC 5322 wants lines under 78 characters): each address on a line of its own.
         f"List-Unsubscribe:\r\n {unsubscribe}\r\n{layout.constant_lines}"
     )
-    text_encoding, text_part, text_single_spaced = compiled.text_part.encode(filled.text, filled.text_values)
+    text_encoding, text_part, text_single_spaced = compiled.text_part.encode(
+        filled.text, filled.text_values, to_sign
+    )
     head_bytes = head.encode("utf-8")
     boundary = _boundary()
     content_type = _content_type(boundary)
     message: bytes = _multipart(head_bytes, content_type, boundary, text_encoding, text_part, html_body)
     if _wire_safe(head):
-        header_values = None
-        if layout.names is not None and layout.constant_values is not None:
-            varying_values = _single_spaced_values(
-                [compiled.from_header, to, subject_text, date, message_id, unsubscribe]
-            )
-            if varying_values is not None:
-                # The boundary's hex digits leave Content-Type single-spaced.
-                header_values = [*varying_values, *layout.constant_values, content_type]
-        message = RenderedMessage(message)
-        message.facts = MessageFacts(
-            layout.names or (),
-            header_values,
-            len(head_bytes) + len(CONTENT_TYPE_PREFIX) + len(content_type) + 6,  # the CRLFs around it
-            # The rest of the body is MIME headers without a run of spaces, boundaries and base64.
-            text_single_spaced,
+        varying = [compiled.from_header, to, subject_text, date, message_id, unsubscribe]
+        message = (
+            _signable(message, layout, varying, len(head_bytes), content_type, text_single_spaced)
+            if to_sign
+            else WireMessage(message)
         )
     envelope_from = (
         f"{VERP_PREFIX}{tokens.verp_token(deliverable_id)}@{bounce_domain}"
@@ -623,6 +621,33 @@ def render(
         else compiled.from_email
     )
     return Rendered(envelope_from, to_email, message, message_id, compiled.from_domain)
+
+
+def _signable(
+    message: bytes,
+    layout: HeadLayout,
+    varying: list[str],
+    head_length: int,
+    content_type: bytes,
+    text_single_spaced: bool,
+) -> RenderedMessage:
+    """`message`, whose header lines (`head_length` bytes, the VARYING_HEADER_NAMES' values `varying`
+    and then `layout`'s) are followed by Content-Type, with what render knows of it (MessageFacts)."""
+    header_values = None
+    if layout.names is not None and layout.constant_values is not None:
+        varying_values = _single_spaced_values(varying)
+        if varying_values is not None:
+            # The boundary's hex digits leave Content-Type single-spaced.
+            header_values = [*varying_values, *layout.constant_values, content_type]
+    signable = RenderedMessage(message)
+    signable.facts = MessageFacts(
+        layout.names or (),
+        header_values,
+        head_length + len(CONTENT_TYPE_PREFIX) + len(content_type) + 6,  # the CRLFs around it
+        # The rest of the body is MIME headers without a run of spaces, boundaries and base64.
+        text_single_spaced,
+    )
+    return signable
 
 
 def _single_spaced_values(values: list[str]) -> list[bytes] | None:

@@ -413,11 +413,17 @@ class SendWorker:
             recipient = Recipient(
                 item.deliverable_id, item.email, item.first_name, item.last_name, item.fields
             )
+            signed = self.dkim is not None and bool(self.dkim.keys_for_address(compiled.from_email))
             rendered = render(
-                compiled, recipient, self.tokens, self.config.base_url, self.config.bounce_domain
+                compiled,
+                recipient,
+                self.tokens,
+                self.config.base_url,
+                self.config.bounce_domain,
+                to_sign=signed,
             )
             message = rendered.message
-            if self.dkim is not None and self.dkim.keys_for_address(compiled.from_email):
+            if signed and self.dkim is not None:
                 message = await asyncio.get_running_loop().run_in_executor(
                     self._signing or self._signing_threads(), self.dkim.sign, message, compiled.from_email
                 )

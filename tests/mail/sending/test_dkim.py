@@ -73,7 +73,7 @@ def rendered(
 ) -> bytes:
     compiled = compile_campaign(7, subject, html, from_name, from_email)
     recipient = Recipient(42, "anaïs@example.org", "Anaïs", "Ødegård", {})
-    return render(compiled, recipient, TOKENS, BASE).message
+    return render(compiled, recipient, TOKENS, BASE, to_sign=True).message
 
 
 def signed_tags(message: bytes, index: int = 0) -> dict[bytes, bytes]:
@@ -184,7 +184,9 @@ def test_an_international_from_domain_is_signed_in_its_ascii_form(db: Session) -
     signer = DkimSigner(SECRET)
     signer.refresh(db)
     compiled = compile_campaign(7, "Hi", "<p>x</p>", "Zoë", "news@exämple.com")
-    message = render(compiled, Recipient(1, "a@example.org", None, None, {}), TOKENS, BASE).message
+    message = render(
+        compiled, Recipient(1, "a@example.org", None, None, {}), TOKENS, BASE, to_sign=True
+    ).message
     signed = signer.sign(message, compiled.from_email)
     assert signed_tags(signed)[b"d"] == b"xn--exmple-cua.com"
     assert dkim.verify(signed, dnsfunc=dns_of(record))
@@ -248,10 +250,12 @@ def test_a_send_worker_signs_what_reaches_the_smtp_server(
     db.commit()
     signer = sender.worker.dkim = DkimSigner(settings.resolved_secret_key)
     signed_in: set[str] = set()
+    with_facts: list[bool] = []
     sign = signer.sign
 
     def sign_noting_the_thread(message: bytes, from_address: str) -> bytes:
         signed_in.add(threading.current_thread().name)
+        with_facts.append(getattr(message, "facts", None) is not None)
         return sign(message, from_address)
 
     signer.sign = sign_noting_the_thread  # type: ignore[method-assign]
@@ -268,6 +272,7 @@ def test_a_send_worker_signs_what_reaches_the_smtp_server(
         assert received.message["Subject"] == "Ça va, ami ?"
     # Signed in the worker's signing threads (OpenSSL lets go of the GIL), not on the event loop's.
     assert signed_in and all(name.startswith("dkim") for name in signed_in)
+    assert with_facts == [True, True]  # rendered to be signed: what render knows goes with it
 
 
 @pytest.mark.parametrize(
@@ -685,7 +690,7 @@ def random_rendered(rng: random.Random) -> RenderedMessage | bytes:
         {"company": odd(rng, "Acme")},
     )
     bounce_domain = rng.choice(["", "bounces.example.com"])
-    return render(compiled, recipient, TOKENS, BASE, bounce_domain).message
+    return render(compiled, recipient, TOKENS, BASE, bounce_domain, to_sign=True).message
 
 
 def test_what_render_tells_the_signer_is_what_reading_the_email_finds() -> None:
@@ -740,7 +745,9 @@ def test_the_send_rig_campaign_tells_the_signer_everything() -> None:
         "news@example.com",
         ("List-Id: <list-1.mail.example.com>", "Feedback-ID: 1:1:1:tidings"),
     )
-    message = render(compiled, Recipient(5, "r5@example.org", "First5", "Last5", {}), TOKENS, BASE).message
+    message = render(
+        compiled, Recipient(5, "r5@example.org", "First5", "Last5", {}), TOKENS, BASE, to_sign=True
+    ).message
     assert isinstance(message, RenderedMessage) and message.facts is not None
     assert message.facts.header_values is not None and message.facts.body_single_spaced
     signed = signature_header(message, RSA_KEY, now=NOW) + message
