@@ -8,13 +8,15 @@ holds GROUP_SIZE outcomes or its oldest has waited FLUSH_INTERVAL, whichever com
 a lane flushes at the end of its batch, or a sender waits for a place): one statement per group, in a
 worker thread, so the coroutines feeding the SMTP connections never wait for the database.
 
-What a kill can leave sent twice is bounded by a count, not by arithmetic on group sizes: a sender takes
-a place (`admit`) before each email, and the place is free again only once that email's outcome is
-written (or the email was not started, `release`). At most UNRECORDED_LIMIT emails hold a place, so at
-most that many are on the wire, waiting for a connection, or accepted and not yet recorded at any moment,
-however many lanes and connections a process has and however slowly the database answers (a loaded
-machine: without a bound the filling group grew with the write's duration, 110 duplicates a kill -9 were
-measured; a bound on the filling group alone let every sender already past it add one more, up to 52).
+What a kill can leave sent twice is bounded by a count, not by arithmetic on group sizes: an email takes
+a place (`admit`) right before its first byte goes to the relay (the transport takes it, under its
+connection), and the place is free again only once that email's outcome is written. At most
+UNRECORDED_LIMIT emails hold a place, so at most that many are on the wire or accepted and not yet
+recorded at any moment, however many lanes a process has and however slowly the database answers (a
+loaded machine: without a bound the filling group grew with the write's duration, 110 duplicates a kill
+-9 were measured; a bound on the filling group alone let every sender already past it add one more, up
+to 52). Emails waiting for a connection hold none: places taken that early left fewer for the groups,
+and the senders waited for them (0.92 of the send rate).
 """
 
 from __future__ import annotations
@@ -43,6 +45,24 @@ GROUP_SIZE = 21
 FLUSH_INTERVAL = 0.1
 
 
+class Place:
+    """One email's place (OutcomeRecorder.admit), taken by the transport right before the email's first
+    byte goes to the relay (Transport.send's `admit`): awaited again (another connection, another relay
+    after a refused connection), it takes nothing more. `taken` tells the recorder whether the email's
+    outcome frees a place."""
+
+    __slots__ = ("_recorder", "taken")
+
+    def __init__(self, recorder: OutcomeRecorder) -> None:
+        self._recorder = recorder
+        self.taken = False
+
+    async def __call__(self) -> None:
+        if not self.taken:
+            await self._recorder.admit()
+            self.taken = True
+
+
 class OutcomeRecorder:
     """A buffer of outcomes and the one task that writes them with `write` (a blocking function that
     records a group in its own transaction; it runs in a worker thread)."""
@@ -60,8 +80,9 @@ class OutcomeRecorder:
         self._interval = interval
         self._limit = limit
         self._pending: list[Outcome] = []
-        # Emails admitted and not yet recorded (see admit).
+        # Emails admitted and not yet recorded (see admit), and how many of the pending outcomes hold one.
         self._open = 0
+        self._pending_places = 0
         # Whether a group is being written now.
         self._writing = False
         self._added = 0
@@ -75,12 +96,19 @@ class OutcomeRecorder:
         self._progress = asyncio.Condition()
         self._writer: asyncio.Task[None] | None = None
 
+    def place(self) -> Place:
+        """An email's place, not taken yet: the transport takes it (Transport.send's `admit`)."""
+        return Place(self)
+
     async def admit(self) -> None:
-        """Wait for a place, before starting an email, and take it: its outcome (`add`) or `release` gives
-        it back once written. While a sender waits and no group is being written, what is pending is
-        written at once rather than when its group fills or its interval ends."""
+        """Wait for a place and take it: the transport calls it (through a Place) right before an
+        email's first byte goes to the relay, and the email's outcome (`add`) gives it back once
+        written. A sender waits only while a write under way or to come will free places (else every
+        place is held by emails on connections, which need no place to finish: waiting could only
+        stop them); while it waits and no group is being written, what is pending is written at once
+        rather than when its group fills or its interval ends."""
         self._bind_to_running_loop()  # before counting: a new loop starts the count afresh
-        while self._open >= self._limit:
+        while self._open >= self._limit and (self._pending or self._writing):
             if not self._writing:
                 # No write under way will free places: what is pending goes now. (During a write, more
                 # outcomes gather for the next group, and writes stay few.)
@@ -89,20 +117,23 @@ class OutcomeRecorder:
             await self._room.wait()
         self._open += 1
 
-    def release(self) -> None:
-        """The place of an admitted email that was not started (a held campaign, a lease running out):
-        nothing of it can be sent twice, so its place is free at once."""
-        self._open -= 1
-        self._room.set()
+    def release(self, place: Place) -> None:
+        """The place of an email that leaves no outcome (its sender was cancelled) is free at once."""
+        if place.taken:
+            place.taken = False
+            self._open -= 1
+            self._room.set()
 
-    def add(self, outcome: Outcome) -> None:
-        """The outcome of an admitted email; its place is free once the outcome is written."""
+    def add(self, outcome: Outcome, place: Place | None = None) -> None:
+        """An email's outcome; the place it took, if it took one, is free once the outcome is written."""
         # Bound to the running loop only when a writer starts: while one runs, it runs on this loop
         # (asyncio.run ends by cancelling the tasks left), and add and admit are called once an email.
         if self._writer is None or self._writer.done():
             self._bind_to_running_loop()
             self._writer = asyncio.get_running_loop().create_task(self._write_while_pending())
         self._pending.append(outcome)
+        if place is not None and place.taken:
+            self._pending_places += 1
         self._added += 1
         if len(self._pending) >= self._group_size:
             self._full.set()
@@ -132,7 +163,7 @@ class OutcomeRecorder:
             self._progress = asyncio.Condition()
             self._writer = None
             # The senders of an earlier loop are gone; what they left pending still holds its places.
-            self._open = len(self._pending)
+            self._open = self._pending_places
 
     async def _write_while_pending(self) -> None:
         while self._pending:
@@ -142,6 +173,7 @@ class OutcomeRecorder:
                     await asyncio.wait_for(self._full.wait(), self._interval)
             self._full.clear()
             group, self._pending = self._pending, []
+            places, self._pending_places = self._pending_places, 0
             self._writing = True
             try:
                 await asyncio.to_thread(self._write, group)
@@ -151,7 +183,7 @@ class OutcomeRecorder:
             finally:
                 self._writing = False
             self._written += len(group)
-            self._open -= len(group)
+            self._open -= places
             self._room.set()
             async with self._progress:
                 self._progress.notify_all()

@@ -22,7 +22,7 @@ import ssl
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -190,9 +190,22 @@ def relay_problem(relay: SmtpRelay, timeout: float = RELAY_PROBE_SECONDS) -> str
     return None
 
 
+# Awaited right before an email's first byte goes to the relay (the send worker's count of emails that
+# a crash could leave sent twice, recorder.py); awaiting it again takes nothing more.
+Admit = Callable[[], Awaitable[None]]
+
+
 class Transport(Protocol):
-    async def send(self, sender: str, recipient: str, message: bytes, sending_domain: str = "") -> None:
-        """`sending_domain`: the From address's domain, which may have a relay of its own."""
+    async def send(
+        self,
+        sender: str,
+        recipient: str,
+        message: bytes,
+        sending_domain: str = "",
+        admit: Admit | None = None,
+    ) -> None:
+        """`sending_domain`: the From address's domain, which may have a relay of its own; `admit`: see
+        Admit."""
 
     async def close(self) -> None: ...
 
@@ -213,7 +226,16 @@ class MaildirTransport:
         # Maildir files use the local line ending; the message is built with CRLF for SMTP.
         self._box.add(message.replace(b"\r\n", b"\n"))
 
-    async def send(self, sender: str, recipient: str, message: bytes, sending_domain: str = "") -> None:
+    async def send(
+        self,
+        sender: str,
+        recipient: str,
+        message: bytes,
+        sending_domain: str = "",
+        admit: Admit | None = None,
+    ) -> None:
+        if admit is not None:
+            await admit()
         try:
             await asyncio.to_thread(self._write, message)
         except OSError as exc:  # a full disk clears up; retry later
@@ -305,7 +327,14 @@ class SmtpTransport:
             reason = network_reason(exc)
             raise RelayUnreachable(f"smtp: cannot connect to {self.hostname}:{self.port}: {reason}") from exc
 
-    async def send(self, sender: str, recipient: str, message: bytes, sending_domain: str = "") -> None:
+    async def send(
+        self,
+        sender: str,
+        recipient: str,
+        message: bytes,
+        sending_domain: str = "",
+        admit: Admit | None = None,
+    ) -> None:
         for address in (sender, recipient):
             if not address or UNSAFE_ADDRESS.search(address):
                 raise PermanentFailure(
@@ -318,7 +347,7 @@ class SmtpTransport:
         if pace.limiting or (receiver is not None and receiver.limiting):
             started = await self._wait_turn(started, pace, receiver)
         try:
-            await self._deliver(sender, recipient, message)
+            await self._deliver(sender, recipient, message, admit)
         except Throttled as exc:
             now = loop.time()
             throttled = receiver or pace
@@ -361,7 +390,7 @@ class SmtpTransport:
             await asyncio.sleep(relay_turn - now)
         return relay_turn
 
-    async def _deliver(self, sender: str, recipient: str, message: bytes) -> None:
+    async def _deliver(self, sender: str, recipient: str, message: bytes, admit: Admit | None) -> None:
         # Whether this email already went out again after its held content was lost unwritten: once
         # only, so that a relay dropping every connection after DATA cannot keep it going round.
         held_again = False
@@ -372,6 +401,10 @@ class SmtpTransport:
                 if connection is None:
                     connection = await self._connect()
                 try:
+                    if admit is not None:
+                        # Under the slot, after the connection: an email waiting for either, or on a
+                        # relay that refuses connections, holds no place.
+                        await admit()
                     held = await connection.start(sender, recipient, message)
                 except SmtpReplyError as exc:
                     self._keep(connection)
@@ -466,11 +499,18 @@ class RelayRouter:
         rest = sorted((r for r in group if r is not first), key=lambda r: (r.down, -r.relay.weight))
         return [first, *rest]
 
-    async def send(self, sender: str, recipient: str, message: bytes, sending_domain: str = "") -> None:
+    async def send(
+        self,
+        sender: str,
+        recipient: str,
+        message: bytes,
+        sending_domain: str = "",
+        admit: Admit | None = None,
+    ) -> None:
         failure: RelayUnreachable | None = None
         for relay in self.candidates(sending_domain):
             try:
-                await relay.send(sender, recipient, message, sending_domain)
+                await relay.send(sender, recipient, message, sending_domain, admit)
             except RelayUnreachable as exc:
                 failure = exc
                 continue

@@ -41,7 +41,7 @@ from app.mail.sending.queue import (
     release_expired_leases,
     release_unsent,
 )
-from app.mail.sending.recorder import OutcomeRecorder
+from app.mail.sending.recorder import OutcomeRecorder, Place
 from app.mail.sending.render import CompiledCampaign, Recipient, campaign_headers, compile_stored, render
 from app.mail.sending.tokens import MailTokens
 from app.mail.sending.transport import Deferred, PermanentFailure, TemporaryFailure, Transport
@@ -360,28 +360,24 @@ class SendWorker:
 
         async def take_turns() -> None:
             for index in turns:
-                await self.recorder.admit()
                 if self.stopping:
-                    self.recorder.release()
                     return
                 if claimed[index].campaign_id in await self.holds.current():
-                    self.recorder.release()
                     continue  # paused or cancelled since the claim: left unsent, put back below
+                place = self.recorder.place()
                 try:
-                    outcome = await self._send(claimed[index])
+                    outcome = await self._send(claimed[index], place)
                 except BaseException:  # cancelled (the process is stopping): no outcome will free it
-                    self.recorder.release()
+                    self.recorder.release(place)
                     raise
-                if outcome is None:
-                    self.recorder.release()
-                else:
-                    self.recorder.add(outcome)
+                if outcome is not None:
+                    self.recorder.add(outcome, place)
                 results[index] = outcome
 
         await asyncio.gather(*(take_turns() for _ in range(min(len(claimed), self.config.concurrency))))
         return [outcome for outcome in results if outcome is not None]
 
-    async def _send(self, item: Claimed) -> Outcome | None:
+    async def _send(self, item: Claimed, place: Place) -> Outcome | None:
         """Render and send one email; None when its lease is (nearly) over and it was left unsent:
         another worker may have taken the row back by now."""
         if item.lease_until is not None and self.clock() >= item.lease_until - self._lease_margin:
@@ -432,7 +428,7 @@ class SendWorker:
             return outcome(SendResult.FAILED, error=f"render: {exc}"[:1000])
         try:
             await self.transport.send(
-                rendered.envelope_from, rendered.envelope_to, message, rendered.sending_domain
+                rendered.envelope_from, rendered.envelope_to, message, rendered.sending_domain, place
             )
         except Deferred as exc:
             return outcome(SendResult.DEFERRED, error=str(exc)[:1000], defer_seconds=exc.delay)

@@ -184,9 +184,9 @@ def test_emails_claimed_before_the_pause_are_not_started_after_it(
     transport_send = sender.transport.send
 
     async def send_then_pause(
-        envelope_from: str, envelope_to: str, message: bytes, sending_domain: str = ""
+        envelope_from: str, envelope_to: str, message: bytes, sending_domain: str = "", admit: Any = None
     ) -> None:
-        await transport_send(envelope_from, envelope_to, message, sending_domain)
+        await transport_send(envelope_from, envelope_to, message, sending_domain, admit)
         if len(smtp_sink.received) == 3:
             # The tests' sessions share one connection: nothing else may use it meanwhile.
             await sender.worker.recorder.flush()
