@@ -16,10 +16,10 @@ What it does:
   5. Prints one JSON line on stdout: recipients missed (must be zero), duplicate messages per kill, and
      their bound. A duplicate is an email the sink accepted whose `sent` was never recorded because the
      worker died first. A worker records outcomes in groups (app/mail/sending/recorder.py: GROUP_SIZE
-     outcomes or FLUSH_INTERVAL, whichever comes first, one writer per process), and a sender takes a
-     place before each email that is free again only once the email's outcome is written: at most
-     UNRECORDED_LIMIT (50) emails are started and unrecorded at any moment, whatever the connections,
-     the lanes, the rate and how slowly the database answers. That is the bound printed; the old one
+     outcomes or FLUSH_INTERVAL, whichever comes first, one writer per process), and an email takes a
+     place right before its first byte goes to the relay that is free again only once its outcome is
+     written: at most UNRECORDED_LIMIT (50) emails are on the wire or accepted and unrecorded at any
+     moment, whatever the lanes, the rate and how slowly the database answers. That is the bound printed; the old one
      (before outcomes were recorded promptly, a whole batch per lane) is printed beside it.
 
 The sink is smtp-sink with its dump read through a FIFO (send_rig.py): its `X-Rcpt-Args` lines give

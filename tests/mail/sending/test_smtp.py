@@ -282,6 +282,32 @@ def test_an_unreachable_relay_fails_fast_after_the_first_try(run: Run[Any]) -> N
     assert time.monotonic() - started < 5
 
 
+def test_an_email_takes_its_place_before_its_first_byte_and_none_on_a_relay_it_cannot_reach(
+    sink: SmtpSink, run: Run[Any]
+) -> None:
+    """The send worker's count of emails a crash could leave sent twice (recorder.py) takes an email's
+    place under its connection, before anything of it is written; not when no connection is made."""
+    taken_with_received: list[int] = []
+
+    async def admit() -> None:
+        taken_with_received.append(len(sink.received))
+
+    transport = SmtpTransport(sink.url, size=1)
+
+    async def go() -> None:
+        try:
+            await transport.send("news@example.com", "a@example.com", MESSAGE, admit=admit)
+        finally:
+            await transport.close()
+
+    run(go())
+    assert taken_with_received == [0] and len(sink.received) == 1
+    unreachable = SmtpTransport(f"smtp://127.0.0.1:{free_port()}", 1)
+    with pytest.raises(TemporaryFailure):
+        run(unreachable.send("news@example.com", "b@example.com", MESSAGE, admit=admit))
+    assert taken_with_received == [0]
+
+
 @pytest.mark.parametrize("quiet_after", [b"", b"220 hi\r\n", b"220 hi\r\n250 ok\r\n"])
 def test_a_relay_that_stops_answering_times_out(quiet_after: bytes, run: Run[Any]) -> None:
     """Silent at the greeting, at EHLO, or at MAIL: a temporary failure after the timeout."""
