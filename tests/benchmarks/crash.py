@@ -19,8 +19,9 @@ What it does:
      outcomes or FLUSH_INTERVAL, whichever comes first, one writer per process), and an email takes a
      place right before its first byte goes to the relay that is free again only once its outcome is
      written: at most UNRECORDED_LIMIT (50) emails are on the wire or accepted and unrecorded at any
-     moment, whatever the lanes, the rate and how slowly the database answers. That is the bound printed; the old one
-     (before outcomes were recorded promptly, a whole batch per lane) is printed beside it.
+     moment, whatever the lanes, the rate and how slowly the database answers. That is the bound
+     printed; the old one (before outcomes were recorded promptly, a whole batch per lane) is printed
+     beside it.
 
 The sink is smtp-sink with its dump read through a FIFO (send_rig.py): its `X-Rcpt-Args` lines give
 per-recipient counts of what the server acknowledged (after the final "."), which is the question a

@@ -8,7 +8,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
@@ -56,11 +55,7 @@ EMAILS = Counter(
 
 # At most this long before its lease ends, a claimed email is no longer started (a tenth of shorter leases).
 MAX_LEASE_MARGIN = timedelta(seconds=5)
-# Threads that sign emails with DKIM. OpenSSL lets go of the GIL while it makes a signature (0.2 to 0.4
-# ms of CPU for an RSA-2048 key, more than the rest of an email), so the event loop renders and sends
-# other emails meanwhile on another core; their own executor, so that signatures never queue ahead of
-# the claims and the recorder's writes in the default one.
-SIGNING_THREADS = 2
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +110,6 @@ class SendWorker:
         self.clock = clock
         # Signs each email whose From domain has a key (None: nothing is signed, no key is looked up).
         self.dkim = dkim
-        self._signing: ThreadPoolExecutor | None = None  # made for the first email to sign
         self._lease_margin = config.lease_margin
         # Compiled campaigns by id, with the updated_at they were compiled from (automation emails
         # can still be edited while they are being sent).
@@ -234,18 +228,10 @@ class SendWorker:
             connection.close()
 
     def close(self) -> None:
-        """Return the recording connection to the pool and end the signing threads (the end of the
-        process's jobs)."""
+        """Return the recording connection to the pool (the end of the process's jobs)."""
         if self._recording is not None:
             self._recording.close()
             self._recording = None
-        if self._signing is not None:
-            self._signing.shutdown(wait=False)
-            self._signing = None
-
-    def _signing_threads(self) -> ThreadPoolExecutor:
-        self._signing = ThreadPoolExecutor(SIGNING_THREADS, thread_name_prefix="dkim")
-        return self._signing
 
     def held(self) -> frozenset[int]:
         """The held campaigns (HeldCampaigns reads them every 0.1 s while sending, when the recorder's
@@ -420,9 +406,7 @@ class SendWorker:
             )
             message = rendered.message
             if signed and self.dkim is not None:
-                message = await asyncio.get_running_loop().run_in_executor(
-                    self._signing or self._signing_threads(), self.dkim.sign, message, compiled.from_email
-                )
+                message = self.dkim.sign(message, compiled.from_email)
         except Exception as exc:  # one broken email never stops the rest of the campaign
             log.exception("could not render deliverable %s", item.deliverable_id)
             return outcome(SendResult.FAILED, error=f"render: {exc}"[:1000])
