@@ -57,7 +57,6 @@ EMAILS = Counter(
 MAX_LEASE_MARGIN = timedelta(seconds=5)
 
 
-
 @dataclass(frozen=True, slots=True)
 class SendConfig:
     base_url: str
