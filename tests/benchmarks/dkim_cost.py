@@ -32,11 +32,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
-for path in (ROOT, HERE):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+# The repository (app) and this folder (send_rig), wherever the script is run from.
+_here = Path(__file__).resolve().parent
+sys.path[:0] = [path for path in (str(_here.parents[1]), str(_here)) if path not in sys.path]
 
 from send_rig import FROM_DOMAIN, NEWSLETTER, RECIPIENT_DOMAIN, SECRET_KEY, SUBJECT  # noqa: E402
 from sqlalchemy import create_engine  # noqa: E402

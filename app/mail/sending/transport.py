@@ -191,18 +191,14 @@ def relay_problem(relay: SmtpRelay, timeout: float = RELAY_PROBE_SECONDS) -> str
 
 
 # Awaited right before an email's first byte goes to the relay (the send worker's count of emails that
-# a crash could leave sent twice, recorder.py); awaiting it again takes nothing more.
-Admit = Callable[[], Awaitable[None]]
+# a crash could leave sent twice, recorder.py); awaiting it again takes nothing more. None: nothing is
+# counted (a test send, a form's confirmation).
+Admit = Callable[[], Awaitable[None]] | None
 
 
 class Transport(Protocol):
     async def send(
-        self,
-        sender: str,
-        recipient: str,
-        message: bytes,
-        sending_domain: str = "",
-        admit: Admit | None = None,
+        self, sender: str, recipient: str, message: bytes, sending_domain: str = "", admit: Admit = None
     ) -> None:
         """`sending_domain`: the From address's domain, which may have a relay of its own; `admit`: see
         Admit."""
@@ -227,12 +223,7 @@ class MaildirTransport:
         self._box.add(message.replace(b"\r\n", b"\n"))
 
     async def send(
-        self,
-        sender: str,
-        recipient: str,
-        message: bytes,
-        sending_domain: str = "",
-        admit: Admit | None = None,
+        self, sender: str, recipient: str, message: bytes, sending_domain: str = "", admit: Admit = None
     ) -> None:
         if admit is not None:
             await admit()
@@ -328,12 +319,7 @@ class SmtpTransport:
             raise RelayUnreachable(f"smtp: cannot connect to {self.hostname}:{self.port}: {reason}") from exc
 
     async def send(
-        self,
-        sender: str,
-        recipient: str,
-        message: bytes,
-        sending_domain: str = "",
-        admit: Admit | None = None,
+        self, sender: str, recipient: str, message: bytes, sending_domain: str = "", admit: Admit = None
     ) -> None:
         for address in (sender, recipient):
             if not address or UNSAFE_ADDRESS.search(address):
@@ -390,7 +376,7 @@ class SmtpTransport:
             await asyncio.sleep(relay_turn - now)
         return relay_turn
 
-    async def _deliver(self, sender: str, recipient: str, message: bytes, admit: Admit | None) -> None:
+    async def _deliver(self, sender: str, recipient: str, message: bytes, admit: Admit) -> None:
         # Whether this email already went out again after its held content was lost unwritten: once
         # only, so that a relay dropping every connection after DATA cannot keep it going round.
         held_again = False
@@ -500,12 +486,7 @@ class RelayRouter:
         return [first, *rest]
 
     async def send(
-        self,
-        sender: str,
-        recipient: str,
-        message: bytes,
-        sending_domain: str = "",
-        admit: Admit | None = None,
+        self, sender: str, recipient: str, message: bytes, sending_domain: str = "", admit: Admit = None
     ) -> None:
         failure: RelayUnreachable | None = None
         for relay in self.candidates(sending_domain):
