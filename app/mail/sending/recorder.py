@@ -30,8 +30,10 @@ from app.mail.sending.queue import Outcome
 
 log = logging.getLogger("tidings.sending")
 
-# At most this many emails a process has started and not yet recorded: what a kill -9 can leave sent
-# twice (issue 27's bound).
+# At most this many emails of a process on the wire or accepted and not yet recorded: what a kill -9
+# can leave sent twice (issue 27's bound). Exact while the emails on its connections alone are fewer (at
+# most two a connection, one being sent and one content held, see smtp.py): up to 24 connections, three
+# times the default (admit never holds back an email when every place is on the wire).
 UNRECORDED_LIMIT = 50
 # A group is written once it holds this many outcomes (or sooner, see FLUSH_INTERVAL and admit). Each
 # group is one statement and a thread hop, so fewer, larger groups cost less CPU an email (a quarter
