@@ -4,14 +4,23 @@ fails one recipient, never the campaign."""
 
 from __future__ import annotations
 
+import base64
 import email
 import email.policy
+import random
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from app.mail.sending.render import Recipient, compile_campaign, html_to_text, multipart_alternative, render
+from app.mail.sending.render import (
+    Recipient,
+    _base64_bytes,
+    compile_campaign,
+    html_to_text,
+    multipart_alternative,
+    render,
+)
 from app.mail.sending.smtp import WireMessage
 from app.mail.sending.tokens import MailTokens
 from tests.mail.sending.conftest import Sender, SmtpSink, campaign_with_list
@@ -217,3 +226,15 @@ def test_a_message_is_ready_for_data_only_when_its_headers_break_lines_by_crlf_a
     with "." (DATA would end there), leaves the message to SMTP's own fixing (smtp._content)."""
     message = multipart_alternative(headers, "text", "<p>html</p>")
     assert isinstance(message, WireMessage) is ready
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 56, 57, 58, 114, 3819, 9000, 300_000, 1_000_003])
+def test_base64_parts_are_the_standard_librarys_lines_with_crlf(size: int) -> None:
+    """pybase64 cuts the lines: the same bytes as base64.encodebytes, CRLF between lines and none after
+    the last, for empty, short, exactly full and long parts (a part of 1 MB included)."""
+    data = random.Random(size).randbytes(size)
+    expected = base64.encodebytes(data).replace(b"\n", b"\r\n")[:-2]
+    encoded = _base64_bytes(data)
+    assert encoded == expected
+    assert base64.b64decode(encoded) == data
+    assert all(len(line) <= 76 for line in encoded.split(b"\r\n"))
