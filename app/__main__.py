@@ -1,5 +1,5 @@
 """`python -m app` runs the `tidings` command."""
 
-from app.cli import main
+from app.launch import main
 
 main()

@@ -36,6 +36,7 @@ from app.config import Settings, masked_url, served_base_url
 from app.db import create_db_engine, make_session_factory
 from app.identity.accounts import create_user, find_user_by_email
 from app.identity.tokens import TOKEN_PREFIX, hash_token
+from app.kit.heap import freeze_start_up_objects, pause_collections, resume_collections
 from app.logs import logging_config
 from app.models import PersonalToken
 
@@ -168,6 +169,8 @@ def worker(
     settings = cli_settings()
     if metrics_port is not None:
         refuse_unusable_port(metrics_host, metrics_port, "--metrics-port")
+    # Until the jobs are started (_run_worker): start-up makes no garbage worth collecting.
+    pause_collections()
     migrate(settings)
     if metrics_port is not None:
         from prometheus_client import start_http_server
@@ -191,7 +194,6 @@ def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 async def _run_worker(settings: Settings, *, once: bool) -> None:
     from app.db import is_sqlite_url, make_write_session_factory
-    from app.kit.heap import freeze_start_up_objects
     from app.scheduler import Scheduler
 
     engine = create_db_engine(settings.database_url)
@@ -201,6 +203,7 @@ async def _run_worker(settings: Settings, *, once: bool) -> None:
     scheduler = Scheduler(settings, factory)
     try:
         if once:
+            resume_collections()
             done = await scheduler.drain()
             typer.echo(
                 f"sent {done.emails} emails, polled {done.feeds} feeds, ran {done.runs} watch runs,"
