@@ -12,7 +12,6 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -178,18 +177,17 @@ def worker(
         start_http_server(metrics_port, addr=metrics_host)
     logging.config.dictConfig(logging_config(settings.log_format))
     warn_if_relay_unreachable(settings)
-    with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+    # asyncio's own event loop, not uvloop (which `tidings serve` runs on under uvicorn): uvloop makes
+    # its send() and recv() system calls holding the interpreter lock, so the worker threads that write
+    # the send outcomes (psycopg lets the lock go around each libpq call) wait for it while the loop is
+    # busy, up to the switch interval (5 ms) each time, and the senders wait for the places those
+    # writes free (recorder.py); asyncio's loop lets the lock go at each system call. Alternated on
+    # 2026-11-27, send.py: 30,000 recipients, four pairs, 1,483 / 1,418 / 1,508 / 1,384 emails/s
+    # against 1,345 / 1,337 / 1,389 / 1,329 on uvloop, worker CPU an email 0.93 to 0.99 of uvloop's;
+    # compare.py, 50,000, two pairs, 0.994 and 1.027 (this machine's noise is as large); events out
+    # (events.py --seed-events) the same on both, 908 to 946 events/s at 0.92 to 0.94 ms an event.
+    with asyncio.Runner() as runner:
         runner.run(_run_worker(settings, once=once))
-
-
-def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop where it is installed (uvicorn[standard] brings it), as `tidings serve` runs the same jobs:
-    the event lanes' many small requests spend much of their time in the loop's transports."""
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
 
 
 async def _run_worker(settings: Settings, *, once: bool) -> None:

@@ -140,8 +140,8 @@ def shipped_serve(database_url: str, var_dir: Path, *options: str, **env: str) -
 
 @contextmanager
 def shipped_worker(database_url: str, var_dir: Path, base: str, **env: str) -> Iterator[Running]:
-    """`tidings worker` as shipped (the installed console script, on uvloop as `tidings serve`), for the
-    server at `base` (the public address written into emails)."""
+    """`tidings worker` as shipped (the installed console script, on asyncio's loop: see app.cli.worker),
+    for the server at `base` (the public address written into emails)."""
     log_path = var_dir.parent / f"worker-{free_port()}.log"
     env_ = environment(database_url, var_dir, base, **env)
     with running([tidings_script(), "worker"], env_, log_path) as worker:

@@ -1,8 +1,8 @@
-"""`tidings serve --no-scheduler` beside a `tidings worker`, both the installed console script and both on
-uvloop: the API only in one process, the background work only in the other. A campaign and an
-automation's drip email reach an SMTP server on loopback, and a feed on a local HTTP server goes through
-a watch (an engine's filter, then a webhook) to a receiver. On SQLite (two processes on one file), and on
-PostgreSQL with TIDINGS_TEST_DATABASE_URL."""
+"""`tidings serve --no-scheduler` beside a `tidings worker`, both the installed console script (serve on
+uvloop, the worker on asyncio's loop): the API only in one process, the background work only in the
+other. A campaign and an automation's drip email reach an SMTP server on loopback, and a feed on a local
+HTTP server goes through a watch (an engine's filter, then a webhook) to a receiver. On SQLite (two
+processes on one file), and on PostgreSQL with TIDINGS_TEST_DATABASE_URL."""
 
 from __future__ import annotations
 
@@ -85,9 +85,9 @@ def test_a_campaign_and_a_drip_email_go_out_from_the_worker(split: Split) -> Non
         wait_until(lambda: sent_count(http, campaign_id) == 3, "the campaign counts three sent", split.worker)
     for subject in ("Hello from the worker", "Welcome from the worker"):
         assert sorted(r.recipients[0] for r in received_with(split.sink, subject)) == readers
-    # The worker sent them, on the loop it ships with; the API process, without a scheduler, has no
-    # transport at all.
-    assert "background jobs on uvloop's event loop" in split.worker.output()
+    # The worker sent them, on the loop it ships with (asyncio's, see app.cli.worker); the API process,
+    # without a scheduler, has no transport at all.
+    assert "background jobs on asyncio's event loop" in split.worker.output()
     assert f"email goes to the SMTP relay 127.0.0.1:{split.sink.port}" in split.worker.output()
     assert "email goes to" not in split.served.output()
 
