@@ -181,11 +181,8 @@ def worker(
     # its send() and recv() system calls holding the interpreter lock, so the worker threads that write
     # the send outcomes (psycopg lets the lock go around each libpq call) wait for it while the loop is
     # busy, up to the switch interval (5 ms) each time, and the senders wait for the places those
-    # writes free (recorder.py); asyncio's loop lets the lock go at each system call. Alternated on
-    # 2026-11-27, send.py: 30,000 recipients, four pairs, 1,483 / 1,418 / 1,508 / 1,384 emails/s
-    # against 1,345 / 1,337 / 1,389 / 1,329 on uvloop, worker CPU an email 0.93 to 0.99 of uvloop's;
-    # compare.py, 50,000, two pairs, 0.994 and 1.027 (this machine's noise is as large); events out
-    # (events.py --seed-events) the same on both, 908 to 946 events/s at 0.92 to 0.94 ms an event.
+    # writes free (recorder.py); asyncio's loop lets the lock go at each system call. The measures, for
+    # and against, are in docs/performance.md ("The third session of 2026-11-27").
     with asyncio.Runner() as runner:
         runner.run(_run_worker(settings, once=once))
 
