@@ -323,10 +323,20 @@ class PsycopgStatement:
     defaults: dict[str, Any]
 
     @classmethod
-    def of(cls, statement: Any) -> PsycopgStatement:
+    def of(cls, statement: Any, *, binary: tuple[str, ...] = ()) -> PsycopgStatement:
+        """`binary` names the parameters sent in PostgreSQL's binary format (`%(name)b`): an array's
+        text form is built element by element in Python (quoting, escaping), its binary form in C. A
+        group of 21 sent rows' three arrays took 230 us to dump as text, 58 as binary (in-process,
+        2026-11-27), on the thread that records sent emails."""
         dialect = psycopg.dialect()  # type: ignore[no-untyped-call]
         compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
-        return cls(str(compiled), dict(compiled.params))
+        sql = str(compiled)
+        for name in binary:
+            placeholder = f"%({name})s"
+            if placeholder not in sql:
+                raise ValueError(f"the statement has no parameter {name!r}")
+            sql = sql.replace(placeholder, f"%({name})b")
+        return cls(sql, dict(compiled.params))
 
     def params(self, **values: Any) -> dict[str, Any]:
         return {**self.defaults, **values}

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.db import ReadSessionDep, SessionDep, WriteSessionDep, side_transaction
+from app.db import PsycopgStatement, ReadSessionDep, SessionDep, WriteSessionDep, side_transaction
 from app.kit.errors import DomainError
 from app.kit.release import installed_version
 from app.main import create_app
@@ -146,3 +146,14 @@ def test_healthz_answers_503_when_the_database_is_unreachable(tmp_path: Path) ->
         "database": "OperationalError",
         "version": installed_version(),
     }
+
+
+def test_a_psycopg_statement_sends_the_parameters_it_is_told_in_binary() -> None:
+    statement = select(TelemetrySetting.id).where(
+        TelemetrySetting.id == bindparam("wanted"), TelemetrySetting.mode == bindparam("mode")
+    )
+    compiled = PsycopgStatement.of(statement, binary=("wanted",))
+    assert "%(wanted)b" in compiled.sql and "%(mode)s" in compiled.sql
+    assert "%(wanted)s" not in compiled.sql
+    with pytest.raises(ValueError, match="no parameter 'absent'"):
+        PsycopgStatement.of(statement, binary=("absent",))

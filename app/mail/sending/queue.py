@@ -650,7 +650,7 @@ def _sent_columns(sent: Sequence[Outcome]) -> tuple[list[int], list[str | None],
 @cache
 def _sent_psycopg() -> PsycopgStatement:
     """_sent_statement on PostgreSQL, compiled once to psycopg's SQL."""
-    return PsycopgStatement.of(_sent_statement(True))
+    return PsycopgStatement.of(_sent_statement(True), binary=("ids", "message_ids", "leases"))
 
 
 def _sent_write(

@@ -125,3 +125,40 @@ def test_sent_groups_are_committed_in_autocommit_and_a_lost_connection_is_replac
     finally:
         worker.close()
         observer.dispose()
+
+
+def test_a_sent_group_binds_its_arrays_in_binary_and_keeps_each_rows_own_values(
+    committed: tuple[str, sessionmaker[Session]], settings: Settings, tmp_path: Path
+) -> None:
+    """The group's ids, Message-IDs and leases go to PostgreSQL as binary arrays (PsycopgStatement's
+    `binary`): each row gets its own Message-ID (or none), a row claimed without a lease is recorded by
+    its state alone, and a row whose lease has moved on (claimed again by another process) is left."""
+    _, factory = committed
+    outcomes = sending_rows(factory, 4)
+    with transaction(factory) as session:
+        moved = session.get(Deliverable, outcomes[3].deliverable_id)
+        assert moved is not None and moved.lease_until is not None
+        moved.lease_until = moved.lease_until + timedelta(minutes=1)
+    group = [
+        outcomes[0],
+        replace(outcomes[1], message_id=None),
+        replace(outcomes[2], lease_until=None, message_id='<ünïcode,"quoted" {braces}@t>'),
+        outcomes[3],
+    ]
+    worker = SendWorker(
+        SendConfig.from_settings(settings), factory, MaildirTransport(tmp_path), MailTokens("k" * 48)
+    )
+    try:
+        worker.record(group)
+    finally:
+        worker.close()
+    with factory() as session:
+        columns = select(Deliverable.state, Deliverable.message_id, Deliverable.lease_until)
+        rows = session.execute(columns.order_by(Deliverable.id)).all()
+    assert [(row.state, row.message_id) for row in rows] == [
+        ("sent", outcomes[0].message_id),
+        ("sent", None),
+        ("sent", '<ünïcode,"quoted" {braces}@t>'),
+        ("sending", None),
+    ]
+    assert [row.lease_until is None for row in rows] == [True, True, True, False]
