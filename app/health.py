@@ -6,8 +6,9 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.db import SessionDep, ping
+from app.db import ping
 from app.kit.release import installed_version
+from app.request_sessions import SessionDep
 
 health_router = APIRouter(include_in_schema=False)
 

@@ -33,8 +33,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.app_state import SettingsDep
 from app.config import Settings, parse_networks
-from app.db import SessionDep
 from app.queue_depths import QueueDepths
+from app.request_sessions import SessionDep
 
 REQUESTS = Counter(
     "tidings_http_requests_total",

@@ -16,11 +16,12 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.db import PsycopgStatement, ReadSessionDep, SessionDep, WriteSessionDep, side_transaction
+from app.db import PsycopgStatement
 from app.kit.errors import DomainError
 from app.kit.release import installed_version
 from app.main import create_app
 from app.models import TelemetrySetting
+from app.request_sessions import ReadSessionDep, SessionDep, WriteSessionDep, side_transaction
 
 
 def _row(session: Session, row_id: int) -> None:

@@ -9,9 +9,9 @@
 - A route module opens no session of its own: it takes the request's (`SessionDep`, `ReadSessionDep`,
   `WriteSessionDep`) or, for a write that must stand alone, `side_transaction()`; it reads no session
   factory and imports no job's `transaction()`.
-- Only `app.main` (which fills it), `app.app_state` and `app.db` (below `app.app_state`, it reads the three
-  session values through its own `AppDatabases` protocol) read `app.state` untyped; the rest go through
-  `app_state()` and `SettingsDep`.
+- Only `app.main` (which fills it), `app.app_state` and `app.request_sessions` (below `app.app_state`, it
+  reads the three session values through its own `AppDatabases` protocol) read `app.state` untyped; the
+  rest go through `app_state()` and `SettingsDep`.
 - No `async def` in app/ enters a synchronous transaction (`transaction()`, `side_transaction()`): its
   I/O would block the event loop. Jobs and routes run those in a worker thread.
 - `app.kit` imports nothing from `app.models`.
@@ -290,7 +290,8 @@ def test_route_modules_import_no_other_route_module(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(ROUTE_MODULES))
 def test_route_modules_open_no_session_of_their_own(name: str) -> None:
-    assert session_problems(MODULES[name]) == [], f"{name}: take the request's session (app/db.py)"
+    wanted = "take the request's session (app/request_sessions.py)"
+    assert session_problems(MODULES[name]) == [], f"{name}: {wanted}"
 
 
 def test_no_async_function_enters_a_synchronous_transaction() -> None:
@@ -316,11 +317,11 @@ async def job(self):
     assert loop_transaction_problems(ast.parse(source)) == ["line 3: job enters transaction()"]
 
 
-def test_only_main_state_and_db_read_the_app_state_untyped() -> None:
+def test_only_main_state_and_request_sessions_read_the_app_state_untyped() -> None:
     offenders = {
         name: problems
         for name, tree in MODULES.items()
-        if name not in {"app.main", "app.app_state", "app.db"}
+        if name not in {"app.main", "app.app_state", "app.request_sessions"}
         for problems in [untyped_state_problems(tree)]
         if problems
     }

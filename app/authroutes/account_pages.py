@@ -17,7 +17,6 @@ from starlette.background import BackgroundTask
 from app.app_state import SettingsDep, app_state
 from app.authroutes.body import read_form
 from app.authroutes.pages import local_path, page, redirect, sign_in_form, sign_in_url, with_cookies
-from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
 from app.identity.oauth.connections import ConnectedApp, connected_apps, disconnect_app
 from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin
@@ -28,6 +27,7 @@ from app.identity.token_lookup import forget_accounts
 from app.identity.tokens import create_personal_token, live_personal_tokens, revoke_personal_token
 from app.kit.errors import DomainError
 from app.models import PersonalToken, User
+from app.request_sessions import SessionDep
 
 router = APIRouter(include_in_schema=False)
 TOKENS_PATH = "/account/tokens"

@@ -23,7 +23,6 @@ from app.authroutes.wire import (
     session_wire,
     user_wire,
 )
-from app.db import SessionDep
 from app.identity.auth_errors import AuthCode, auth_error
 from app.identity.dependencies import OptionalSessionUser, SessionUser
 from app.identity.origin_guard import check_cookie_origin, check_sign_in_origin, is_trusted_url
@@ -34,6 +33,7 @@ from app.identity.sign_in import sign_in_with_password
 from app.identity.sign_up import SignUpRequest, sign_up_and_sign_in, username_available
 from app.kit.client import client_address
 from app.kit.openapi import FORM, JSON, request_body
+from app.request_sessions import SessionDep
 
 # What any POST of the family may answer besides its own codes.
 POST_ERRORS: dict[int | str, dict[str, Any]] = {

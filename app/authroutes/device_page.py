@@ -12,12 +12,12 @@ from fastapi.responses import HTMLResponse
 
 from app.authroutes.body import read_form
 from app.authroutes.pages import DEVICE_PATH, page, redirect, sign_in_url, with_cookies
-from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
 from app.identity.device_sessions import USER_CODE_LENGTH, complete_device_session, normalize_user_code
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
 from app.models import User
+from app.request_sessions import SessionDep
 
 router = APIRouter(include_in_schema=False)
 # The code as shown (`BCDF-GHJK`), with room for the spaces and dashes people type.

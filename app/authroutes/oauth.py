@@ -14,7 +14,6 @@ from starlette.background import BackgroundTask
 from app.app_state import SettingsDep, app_state
 from app.authroutes.body import read_form
 from app.authroutes.pages import page, redirect, sign_in_form, this_path, with_cookies
-from app.db import SessionDep
 from app.identity.dependencies import OptionalSessionUser
 from app.identity.oauth.authorization import (
     AuthorizationRefused,
@@ -29,6 +28,7 @@ from app.identity.oauth.server import OAuthReply
 from app.identity.origin_guard import check_cookie_origin
 from app.identity.token_lookup import forget_accounts
 from app.models import User
+from app.request_sessions import SessionDep
 
 router = APIRouter(include_in_schema=False)
 

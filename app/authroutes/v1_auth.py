@@ -18,7 +18,6 @@ from starlette.background import BackgroundTask
 
 from app.app_state import SettingsDep, app_state
 from app.authroutes.pages import DEVICE_PATH
-from app.db import SessionDep, side_transaction
 from app.identity.auth_errors import AuthCode
 from app.identity.cli_logins import TokenPair, issue_pair, refresh_pair, revoke_login
 from app.identity.dependencies import V1User, bearer_token
@@ -43,6 +42,7 @@ from app.kit.v1_input import JsonBody, invalid, read_json, read_v1_body, validat
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.models import PersonalToken, User
+from app.request_sessions import SessionDep, side_transaction
 
 router = V1Router(prefix="/v1/auth", tags=["Auth"], dependencies=[Depends(check_cookie_origin)])
 

@@ -15,7 +15,6 @@ from fastapi import Depends, Request, Response
 from sqlalchemy.orm import Session
 
 from app.authroutes.pages import redirect, sign_in_url, this_path, user_label, with_cookies
-from app.db import SessionDep
 from app.feeds.item_service import item_data
 from app.feeds.wire import FeedItemWire
 from app.identity.dependencies import OptionalSessionUser
@@ -25,6 +24,7 @@ from app.kit.errors import DomainError
 from app.kit.templates import html_page
 from app.kit.time import iso
 from app.models import Account, User
+from app.request_sessions import SessionDep
 
 CONSOLE = "/console"
 ASSETS = CONSOLE + "/assets"

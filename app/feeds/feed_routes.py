@@ -7,7 +7,6 @@ from typing import Any
 from fastapi import Response
 
 from app.app_state import SettingsDep
-from app.db import SessionDep
 from app.feeds import feed_service
 from app.feeds.specs import FeedEdit, FeedInput, FeedPatch, SourceInput, SourceSetPayload, source_inputs
 from app.feeds.wire import (
@@ -24,6 +23,7 @@ from app.kit.time import utcnow
 from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
+from app.request_sessions import SessionDep
 
 router = V1Router(tags=["Feeds"])
 

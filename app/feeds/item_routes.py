@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fastapi import Response
 
-from app.db import SessionDep
 from app.feeds.item_service import item_page, read_item
 from app.feeds.wire import FeedItemListResponse, FeedItemWire
 from app.identity.dependencies import V1User
@@ -12,6 +11,7 @@ from app.kit.responses import timestamped_json_response
 from app.kit.v1_input import PageCursor
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
+from app.request_sessions import SessionDep
 
 router = V1Router(tags=["Feeds"])
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from app.app_state import SettingsDep
-from app.db import SessionDep
 from app.feeds.telemetry_service import set_mode, telemetry_state
 from app.feeds.wire import TelemetryInput, TelemetryState, TelemetrySwitch
 from app.identity.dependencies import V1User
@@ -11,6 +10,7 @@ from app.kit.openapi import request_body
 from app.kit.v1_input import JsonBody, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
+from app.request_sessions import SessionDep
 
 router = V1Router(tags=["Telemetry"])
 

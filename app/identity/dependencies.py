@@ -10,7 +10,6 @@ from fastapi import Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from app.app_state import app_state
-from app.db import SessionDep, side_transaction
 from app.identity.origin_guard import check_cookie_origin
 from app.identity.principal import Principal, principal_of
 from app.identity.session_cookie import (
@@ -22,6 +21,7 @@ from app.identity.session_cookie import (
 from app.identity.sessions import SignedIn, extend_if_due, find_session
 from app.kit.errors import DomainError
 from app.models import PAID_PLANS, Account
+from app.request_sessions import SessionDep, side_transaction
 
 RATE_LIMIT_HEADERS_STATE = "rate_limit_headers"
 

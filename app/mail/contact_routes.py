@@ -6,7 +6,6 @@ from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from app.app_state import app_state
-from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
 from app.kit.responses import json_response
@@ -23,6 +22,7 @@ from app.mail.specs import (
 )
 from app.mail.wire import BatchResultOut, ContactActivityOut, ContactOut, ErrorOut, MessageOut, Page
 from app.models import Contact
+from app.request_sessions import SessionDep
 
 router = APIRouter(tags=["Contacts"])
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.mail import field_service
 from app.mail.input import PagingDep
 from app.mail.wire import ContactFieldOut, Page
+from app.request_sessions import SessionDep
 
 router = APIRouter(tags=["Contact fields"])
 

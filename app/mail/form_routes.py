@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.mail import form_service
 from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter
 from app.mail.wire import ErrorOut, FormOut, Page
 from app.models import Form
+from app.request_sessions import SessionDep
 
 router = APIRouter(tags=["Forms"])
 

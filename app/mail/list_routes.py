@@ -5,7 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from app.app_state import app_state
-from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
 from app.kit.responses import json_response
@@ -14,6 +13,7 @@ from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter, ListCreate
 from app.mail.wire import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.models import Contact
+from app.request_sessions import SessionDep
 
 router = APIRouter(tags=["Lists"])
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.db import SessionDep
 from app.identity.dependencies import MailUser, PaidMailUser
 from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.mail import me_service
 from app.mail.input import MailInput, validate
 from app.mail.specs import AccountPreferences
 from app.mail.wire import ErrorOut, UserOut
+from app.request_sessions import SessionDep
 
 router = APIRouter(tags=["User"])
 

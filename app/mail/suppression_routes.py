@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.mail import suppression_service
 from app.mail.input import MailInput, PagingDep, validate
 from app.mail.specs import SuppressionCreate
 from app.mail.wire import ErrorOut, MessageOut, Page, SuppressionOut, SuppressionsAddedOut
+from app.request_sessions import SessionDep
 
 # Marked in the OpenAPI document as an extension: SendFox's API has no suppression list.
 BEYOND = "Beyond SendFox: "

@@ -30,7 +30,6 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 
 from app.app_state import SettingsDep, app_state
-from app.db import SessionDep, WriteSessionDep
 from app.identity.dependencies import Unauthenticated, bearer_token
 from app.kit.body import read_capped
 from app.kit.client import client_address
@@ -51,6 +50,7 @@ from app.mail.tracking_service import (
     sender_of,
     unsubscribe_by_link,
 )
+from app.request_sessions import SessionDep, WriteSessionDep
 
 # The smallest transparent GIF (42 bytes).
 PIXEL = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")

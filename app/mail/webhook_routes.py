@@ -7,7 +7,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
-from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.mail import webhook_service
@@ -22,6 +21,7 @@ from app.mail.wire import (
     WebhookOut,
     WebhookSecretOut,
 )
+from app.request_sessions import SessionDep
 
 router = APIRouter(tags=["Webhooks"])
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from fastapi import Request, Response
 
-from app.db import SessionDep
 from app.identity.dependencies import V1User
 from app.kit.openapi import request_body
 from app.kit.responses import timestamped_json_response
@@ -14,6 +13,7 @@ from app.kit.time import utcnow
 from app.kit.v1_input import DryRun, JsonBody, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
+from app.request_sessions import SessionDep
 from app.watches import chain_service
 from app.watches.dependencies import action_rules
 from app.watches.specs import ActionInput

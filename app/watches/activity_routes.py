@@ -7,7 +7,6 @@ from typing import Any
 
 from fastapi import Request, Response
 
-from app.db import SessionDep
 from app.identity.dependencies import V1User
 from app.kit.openapi import query_parameter, query_parameters
 from app.kit.responses import timestamped_json_response
@@ -17,6 +16,7 @@ from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.kit.windows import WINDOW_PARAMS
 from app.models import DeliveryState, RunState
+from app.request_sessions import SessionDep
 from app.watches import activity_service
 from app.watches.wire import (
     WatchActionDeliveryListResponse,

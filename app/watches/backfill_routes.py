@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from fastapi import Response
 
-from app.db import SessionDep
 from app.identity.dependencies import V1User
 from app.kit.openapi import request_body
 from app.kit.responses import timestamped_json_response
@@ -13,6 +12,7 @@ from app.kit.time import utcnow
 from app.kit.v1_input import DryRun, JsonBody, PageCursor, validate
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
+from app.request_sessions import SessionDep
 from app.watches import backfill_service
 from app.watches.specs import BackfillInput
 from app.watches.wire import BackfillJob, BackfillListResponse, BackfillPreview

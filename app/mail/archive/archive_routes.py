@@ -19,7 +19,6 @@ from fastapi.responses import HTMLResponse
 
 from app.app_state import SettingsDep, app_state
 from app.config import Settings
-from app.db import SessionDep
 from app.kit.client import client_address
 from app.kit.templates import html_page, render
 from app.kit.time import iso_millis, utcnow
@@ -27,6 +26,7 @@ from app.mail.archive.archive_service import Archive, archive, archived_email
 from app.mail.archive.public_pages import WEB_VERSION_HEADERS, too_many_page
 from app.mail.campaigns.campaign_preview_service import MailContext
 from app.mail.sending.tokens import MailTokens
+from app.request_sessions import SessionDep
 
 router = APIRouter(include_in_schema=False)
 ARCHIVE_HEADERS = {"Cache-Control": "public, max-age=300"}

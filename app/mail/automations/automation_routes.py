@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.db import SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail.automations import automation_service
 from app.mail.input import MailInput, PagingDep, RowId, validate
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 from app.mail.wire import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
+from app.request_sessions import SessionDep
 
 router = APIRouter(tags=["Automations"])
 

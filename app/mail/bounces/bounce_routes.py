@@ -16,7 +16,6 @@ from sqlalchemy.orm import Session
 
 from app.app_state import SettingsDep, app_state
 from app.config import Settings
-from app.db import SessionDep
 from app.identity.dependencies import Unauthenticated
 from app.kit.body import read_capped
 from app.kit.errors import NotFound
@@ -27,6 +26,7 @@ from app.mail.bounces.reports import MAX_BODY_BYTES
 from app.mail.sending.queue import BounceRule
 from app.mail.sending.tokens import mail_tokens
 from app.mail.wire import ErrorOut, WebhookAnswer
+from app.request_sessions import SessionDep
 
 router = APIRouter(tags=["Provider webhooks"])
 

@@ -9,7 +9,6 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.app_state import SettingsDep, app_state
-from app.db import ReadSessionDep, SessionDep
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.kit.time import utcnow
@@ -44,6 +43,7 @@ from app.mail.wire import (
     Page,
     TestSendOut,
 )
+from app.request_sessions import ReadSessionDep, SessionDep
 
 router = APIRouter(tags=["Campaigns"])
 

@@ -13,7 +13,6 @@ from fastapi.responses import HTMLResponse
 from starlette.background import BackgroundTask
 
 from app.app_state import SettingsDep, app_state
-from app.db import ReadSessionDep, SessionDep, WriteSessionDep
 from app.identity.token_lookup import forget_accounts
 from app.kit.body import BodyTooLarge, read_capped
 from app.kit.client import client_address
@@ -41,6 +40,7 @@ from app.mail.hosted_forms.hosted_form_service import (
     request_signup,
 )
 from app.mail.sending.tokens import MailTokens
+from app.request_sessions import ReadSessionDep, SessionDep, WriteSessionDep
 
 # Pages for people, not API operations: kept out of the email API's OpenAPI document.
 router = APIRouter(include_in_schema=False)
