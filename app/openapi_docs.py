@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from app.authroutes import api_auth, v1_auth
 from app.feeds.router import feed_routers
 from app.kit.openapi import add_body_schemas, add_model_schemas
-from app.kit.v1_input import is_dry_run, read_cursor
+from app.kit.v1_request import is_dry_run, read_cursor
 from app.kit.v1_wire import ErrorOut as FeedErrorOut
 from app.mail.events.described import events_openapi
 from app.mail.router import mail_router

@@ -17,8 +17,9 @@
 - `app.kit` imports nothing from `app.models`.
 - In the domains (mail, feeds, watches) a module that declares no route imports nothing from fastapi or
   starlette: services take sessions, ids and values (a listing's `Paging`), and routes build responses.
-  The HTTP glue is named here: each domain's router, the watches' dependencies, mail's input reader
-  (bodies, paging, path ids), the hosted forms' pages and the public pages' shared 429 (HTML responses).
+  The HTTP glue is named here: each domain's router, the watches' dependencies, mail's request input
+  reader (bodies, paging, path ids), the hosted forms' pages and the public pages' shared 429 (HTML
+  responses).
 - A column named `state`, `status`, `kind` or `plan` is a `StateColumn` of a `StrEnum`, never a bare
   string (but those that hold no closed set: a refusal's RFC 3463 status code, a feed's kind).
 - No import cycle in app/: every import counts, those made inside a function or only for the type
@@ -351,7 +352,7 @@ HTTP_GLUE = {
     "app.feeds.router",
     "app.watches.router",
     "app.watches.dependencies",
-    "app.mail.input",
+    "app.mail.request_input",
     "app.mail.hosted_forms.hosted_form_pages",
     "app.mail.archive.public_pages",
 }

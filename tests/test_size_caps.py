@@ -18,11 +18,11 @@ from app.authroutes.specs import SignUpEmailBody, UpdateUserBody
 from app.authroutes.v1_auth import Credentials, DevicePollInput, SignupInput, TokenInput
 from app.feeds import specs as feed_specs
 from app.identity import accounts, passwords
-from app.kit import v1_input
+from app.kit import v1_input, v1_request
 from app.mail import field_service as fields
 from app.mail import input as mail_input
+from app.mail import request_input, webhook_service
 from app.mail import specs as contacts
-from app.mail import webhook_service
 from app.mail.bounces import bounce_mailbox
 from app.mail.bounces import reports as bounces
 from app.mail.bounces.providers import ses
@@ -78,7 +78,7 @@ MAP_MODELS = [
 
 # Table row -> every value in the code that row stands for.
 CODE: dict[str, list[Any]] = {
-    "/v1 JSON body (bytes)": [v1_input.MAX_BODY_BYTES],
+    "/v1 JSON body (bytes)": [v1_request.MAX_BODY_BYTES],
     "/v1 page size, `?limit=`": [v1_input.MAX_LIMIT],
     "/v1 integer behaviour values (`poll_interval_seconds`, `retention_days`, `digest_interval_seconds`)": [
         v1_input.MAX_INTEGER,
@@ -132,7 +132,7 @@ CODE: dict[str, list[Any]] = {
     "log `prefix` (characters)": [cap(W.LogConfig, "prefix")],
     "engine `kind` (characters)": [cap(W.EngineSpec, "kind")],
     "engine `model` (characters)": [cap(W.EngineSpec, "model")],
-    "email API body (bytes)": [mail_input.MAX_BODY_BYTES],
+    "email API body (bytes)": [request_input.MAX_BODY_BYTES],
     "email API JSON nesting (levels)": [mail_input.MAX_JSON_DEPTH],
     "email API bracket nesting in form and query keys (levels)": [mail_input.MAX_NESTING],
     "campaign `title`, `subject`, `from_name`, `from_email` (characters)": [

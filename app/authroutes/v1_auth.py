@@ -38,7 +38,8 @@ from app.kit.client import client_address
 from app.kit.errors import DomainError, NotFound
 from app.kit.openapi import request_body
 from app.kit.time import utcnow
-from app.kit.v1_input import JsonBody, invalid, read_json, read_v1_body, validate
+from app.kit.v1_input import invalid, validate
+from app.kit.v1_request import JsonBody, read_json, read_v1_body
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.models import PersonalToken, User

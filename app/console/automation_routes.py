@@ -14,7 +14,8 @@ from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
 from app.mail import list_service
 from app.mail.automations import automation_service
-from app.mail.input import RawInput, RowId, normalize, validate
+from app.mail.input import RawInput, normalize, validate
+from app.mail.request_input import RowId
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 from app.models import Automation
 

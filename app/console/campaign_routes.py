@@ -29,8 +29,9 @@ from app.mail.campaigns import (
 from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.common import page_of
 from app.mail.field_service import counted_fields
-from app.mail.input import RawInput, RowId, normalize, validate
+from app.mail.input import RawInput, normalize, validate
 from app.mail.list_service import account_lists
+from app.mail.request_input import RowId
 from app.mail.sending.render import STANDARD_FIELDS, UNSUBSCRIBE_TAG
 from app.mail.specs import CampaignCreate, CampaignUpdate
 from app.mail.stats import SendingTotals, campaign_stats

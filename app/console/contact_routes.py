@@ -21,7 +21,8 @@ from app.kit.errors import DomainError, NotFound
 from app.kit.pagination import parse_page
 from app.kit.time import utcnow
 from app.mail import contact_listing, contact_service, list_service
-from app.mail.input import RawInput, RowId, normalize, validate
+from app.mail.input import RawInput, normalize, validate
+from app.mail.request_input import RowId
 from app.mail.specs import ContactFilter, ContactUpdate
 from app.models import Contact
 

@@ -14,7 +14,8 @@ from app.console.pages import CONSOLE, ConsoleUser, PostedForm, messages_of
 from app.identity.origin_guard import check_cookie_origin
 from app.kit.errors import DomainError
 from app.mail import field_service, list_service
-from app.mail.input import RawInput, RowId, normalize, validate
+from app.mail.input import RawInput, normalize, validate
+from app.mail.request_input import RowId
 from app.mail.specs import ContactFieldIn, ListCreate
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(check_cookie_origin)])

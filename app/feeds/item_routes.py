@@ -8,7 +8,7 @@ from app.feeds.item_service import item_page, read_item
 from app.feeds.wire import FeedItemListResponse, FeedItemWire
 from app.identity.dependencies import V1User
 from app.kit.responses import timestamped_json_response
-from app.kit.v1_input import PageCursor
+from app.kit.v1_request import PageCursor
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.request_sessions import SessionDep

@@ -14,7 +14,8 @@ from app.identity.dependencies import V1User
 from app.kit.openapi import request_body
 from app.kit.responses import json_response
 from app.kit.time import utcnow
-from app.kit.v1_input import DryRun, JsonBody, validate
+from app.kit.v1_input import validate
+from app.kit.v1_request import DryRun, JsonBody
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.request_sessions import SessionDep

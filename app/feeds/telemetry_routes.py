@@ -7,7 +7,8 @@ from app.feeds.telemetry_service import set_mode, telemetry_state
 from app.feeds.wire import TelemetryInput, TelemetryState, TelemetrySwitch
 from app.identity.dependencies import V1User
 from app.kit.openapi import request_body
-from app.kit.v1_input import JsonBody, validate
+from app.kit.v1_input import validate
+from app.kit.v1_request import JsonBody
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.request_sessions import SessionDep

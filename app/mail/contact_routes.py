@@ -10,7 +10,8 @@ from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
 from app.kit.responses import json_response
 from app.mail import contact_listing, contact_service
-from app.mail.input import MailInput, PagingDep, RowId, validate
+from app.mail.input import validate
+from app.mail.request_input import MailInput, PagingDep, RowId
 from app.mail.specs import (
     CONTACT_FILTER_PARAMETERS,
     SEARCH_PARAMETERS,

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from app.identity.dependencies import PaidMailUser
 from app.mail import field_service
-from app.mail.input import PagingDep
+from app.mail.request_input import PagingDep
 from app.mail.wire import ContactFieldOut, Page
 from app.request_sessions import SessionDep
 

@@ -6,7 +6,8 @@ from fastapi import APIRouter
 
 from app.identity.dependencies import PaidMailUser
 from app.mail import form_service
-from app.mail.input import MailInput, PagingDep, RowId, validate
+from app.mail.input import validate
+from app.mail.request_input import MailInput, PagingDep, RowId
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter
 from app.mail.wire import ErrorOut, FormOut, Page
 from app.models import Form

@@ -9,34 +9,23 @@ messages keyed by dotted field paths (`contacts.0.email`).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
-from urllib.parse import parse_qsl
 
 from email_validator import SPECIAL_USE_DOMAIN_NAMES, EmailNotValidError, validate_email
-from fastapi import Depends, Path, Request
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from app.kit.body import BodyTooLarge, read_capped
 from app.kit.errors import ValidationFailed
 from app.kit.json_types import JsonObject
-from app.kit.pagination import Paging
-from app.mail.common import MAX_ID
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-# A path id: out of range (or not an integer) is a 404, like any id that names nothing.
-RowId = Annotated[int, Path(ge=1, le=MAX_ID)]
 
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]")
 # A list index in a bracket key: ASCII digits only (str.isdigit also takes '²', which int() refuses) and
 # short enough for int() (which refuses more than 4300 digits).
 _INDEX = re.compile(r"[0-9]{1,9}")
-# A body larger than this is refused before parsing (the largest field, html, is 1,000,000 characters).
-MAX_BODY_BYTES = 8 * 1024 * 1024
 # Bracket nesting deeper than this is refused: a key like a[0][0][0]... must not cost memory or recursion.
 MAX_NESTING = 8
 # JSON nested deeper than this is refused (the deepest real input, contacts[].contact_fields[], is 4).
@@ -110,49 +99,6 @@ def normalize(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list):
         return [normalize(v, depth + 1) for v in value]
     return value
-
-
-async def read_input(request: Request) -> RawInput:
-    """Query string, then form or JSON body over it. A body that cannot be read is reported, not raised:
-    the route decides the status (400 or 422) when it validates."""
-    data: dict[str, Any] = nest_pairs(parse_qsl(request.url.query, keep_blank_values=True))
-    if request.method in ("GET", "HEAD", "DELETE"):
-        return RawInput(normalize(data))
-    try:
-        body = await read_capped(request, MAX_BODY_BYTES)
-    except BodyTooLarge as exc:
-        return RawInput(normalize(data), exc.message)
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    problem = None
-    if not body.strip():
-        pass
-    elif content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
-        try:
-            form = await request.form()
-        except Exception:
-            problem = "The form body could not be read."
-        else:
-            pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
-            data.update(nest_pairs(pairs))
-    elif content_type in ("", "application/json", "text/json") or content_type.endswith("+json"):
-        try:
-            parsed = json.loads(body)
-        except (ValueError, RecursionError):
-            problem = "The request body is not valid JSON."
-        else:
-            if isinstance(parsed, dict):
-                data.update(parsed)
-            else:
-                problem = "The request body must be a JSON object."
-    else:
-        problem = f"Unsupported content type {content_type!r}: send application/json or a form."
-    try:
-        return RawInput(normalize(data), problem)
-    except TooDeep as exc:
-        return RawInput({}, str(exc))
-
-
-MailInput = Annotated[RawInput, Depends(read_input)]
 
 
 def validate(model: type[ModelT], raw: RawInput, *, status: int) -> ModelT:
@@ -284,17 +230,3 @@ def as_list(value: Any) -> Any:
 
 
 ListIds = Annotated[list[int], BeforeValidator(as_list)]
-
-
-async def paging_of(request: Request) -> Paging:
-    """A listing's `?page=`, its URL without the query and the query: what its page links are made of.
-    Async: reading the request needs no worker thread (a hot listing pays for none)."""
-    return Paging(
-        request.query_params.get("page"),
-        str(request.base_url).rstrip("/") + request.url.path,
-        dict(request.query_params),
-    )
-
-
-# The paging of a listing route, read from its request once; the services take the value.
-PagingDep = Annotated[Paging, Depends(paging_of)]

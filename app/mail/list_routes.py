@@ -9,7 +9,8 @@ from app.identity.dependencies import PaidMailUser, rate_headers
 from app.kit.openapi import FORM, JSON, request_body
 from app.kit.responses import json_response
 from app.mail import list_service
-from app.mail.input import MailInput, PagingDep, RowId, validate
+from app.mail.input import validate
+from app.mail.request_input import MailInput, PagingDep, RowId
 from app.mail.specs import SEARCH_PARAMETERS, ContactFilter, ListCreate
 from app.mail.wire import ContactListOut, ContactOut, ErrorOut, ListInUseOut, MessageOut, Page
 from app.models import Contact

@@ -8,7 +8,8 @@ from fastapi import APIRouter
 from app.identity.dependencies import MailUser, PaidMailUser
 from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.mail import me_service
-from app.mail.input import MailInput, validate
+from app.mail.input import validate
+from app.mail.request_input import MailInput
 from app.mail.specs import AccountPreferences
 from app.mail.wire import ErrorOut, UserOut
 from app.request_sessions import SessionDep

@@ -7,7 +7,8 @@ from fastapi import APIRouter
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.mail import suppression_service
-from app.mail.input import MailInput, PagingDep, validate
+from app.mail.input import validate
+from app.mail.request_input import MailInput, PagingDep
 from app.mail.specs import SuppressionCreate
 from app.mail.wire import ErrorOut, MessageOut, Page, SuppressionOut, SuppressionsAddedOut
 from app.request_sessions import SessionDep

@@ -10,7 +10,8 @@ from fastapi import APIRouter, Path
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import EXTENSION, FORM, JSON, request_body
 from app.mail import webhook_service
-from app.mail.input import MailInput, PagingDep, validate
+from app.mail.input import validate
+from app.mail.request_input import MailInput, PagingDep
 from app.mail.specs import WebhookCreate, WebhookRotate
 from app.mail.wire import (
     ErrorOut,

@@ -11,7 +11,7 @@ from app.identity.dependencies import V1User
 from app.kit.openapi import query_parameter, query_parameters
 from app.kit.responses import timestamped_json_response
 from app.kit.time import utcnow
-from app.kit.v1_input import PageCursor
+from app.kit.v1_request import PageCursor
 from app.kit.v1_routing import V1Router
 from app.kit.v1_wire import ErrorOut
 from app.kit.windows import WINDOW_PARAMS

@@ -7,7 +7,8 @@ from fastapi import APIRouter
 from app.identity.dependencies import PaidMailUser
 from app.kit.openapi import FORM, JSON, request_body
 from app.mail.automations import automation_service
-from app.mail.input import MailInput, PagingDep, RowId, validate
+from app.mail.input import validate
+from app.mail.request_input import MailInput, PagingDep, RowId
 from app.mail.specs import AutomationCreate, AutomationEmailCreate, AutomationEmailUpdate, AutomationUpdate
 from app.mail.wire import AutomationItemOut, AutomationOut, ErrorOut, MessageOut, Page
 from app.request_sessions import SessionDep

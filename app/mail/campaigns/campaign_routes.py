@@ -22,7 +22,8 @@ from app.mail.campaigns import (
 from app.mail.campaigns.campaign_check import SigningPolicy
 from app.mail.campaigns.campaign_preview_service import mail_context_of
 from app.mail.dns_records import DnsRecord
-from app.mail.input import MailInput, PagingDep, RowId, validate
+from app.mail.input import validate
+from app.mail.request_input import MailInput, PagingDep, RowId
 from app.mail.specs import (
     PREVIEW_PARAMETERS,
     CampaignCreate,
