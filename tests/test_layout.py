@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -587,3 +589,18 @@ def test_the_rule_finds_an_untyped_service_result() -> None:
         "line 6: later -> 'Any'",
     ]
     assert json_aliases(service) == ["Loose"]
+
+
+def test_the_worker_imports_no_web_framework() -> None:
+    """What `tidings worker` imports (the command line and the scheduler's jobs) holds no FastAPI: the
+    request's session, input readers and dependencies live in modules of their own
+    (`app.request_sessions`, `app.mail.request_input`, `app.kit.v1_request`), and FastAPI's import
+    was a tenth of the worker's start-up CPU."""
+    probe = (
+        "import sys, app.cli, app.scheduler; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'fastapi'))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=APP.parent
+    )
+    assert found.stdout.strip() == "[]"
