@@ -146,9 +146,27 @@ class Scheduler:
             for domain in domains.all():
                 await domain.aclose()
 
+    async def _sleep(self, job: Job, seconds: float) -> None:
+        """Between two rounds of a job: `seconds`, or less when the scheduler stops or the job is woken
+        (Job.wake, new work queued)."""
+        if job.wake is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), seconds)
+            return
+        if job.wake.is_set():
+            return
+        waiters = [asyncio.ensure_future(self._stopping.wait()), asyncio.ensure_future(job.wake.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
     async def _loop(self, job: Job) -> None:
         failures = 0
         while not self._stopping.is_set():
+            if job.wake is not None:
+                job.wake.clear()  # this round sees the work queued so far
             try:
                 did = await job.run()
             except asyncio.CancelledError:
@@ -167,7 +185,6 @@ class Scheduler:
             if not did:
                 # Asleep until the next round, or until a stop.
                 wait = max(job.interval, min(2.0**failures, MAX_OUTAGE_BACKOFF)) if failures else job.interval
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), wait)
+                await self._sleep(job, wait)
             else:
                 await asyncio.sleep(0)

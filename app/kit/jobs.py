@@ -20,6 +20,9 @@ class Job:
     # A graceful stop lets the round in progress finish (within the scheduler's grace) instead of
     # cancelling it: the send lanes record the emails on the wire.
     finishes_on_stop: bool = False
+    # Set by whoever queues new work (Lanes.nudge): the job's sleep after a round that found nothing
+    # ends at once, and a round under way when it is set is followed by another without a sleep.
+    wake: asyncio.Event | None = None
 
 
 class JobSet:
@@ -50,13 +53,21 @@ class Lanes:
         self._run = run
         # Set while the first lane's last round found work (or a stop wakes the sleepers).
         self._found = asyncio.Event()
+        # The first lane's Job.wake (nudge).
+        self._nudged = asyncio.Event()
 
     def jobs(self, *, finishes_on_stop: bool = False) -> list[Job]:
         followers = [self._follower() for _ in range(1, self._count)]
         return [
-            Job(f"{self._name} {n}", self._interval, run, finishes_on_stop)
+            Job(f"{self._name} {n}", self._interval, run, finishes_on_stop, self._nudged if n == 0 else None)
             for n, run in enumerate([self._lead, *followers])
         ]
+
+    def nudge(self) -> None:
+        """Work was just queued (a campaign fanned out): the first lane claims now rather than at the end
+        of its interval, and the others follow once it finds the work. Without it, the first emails of a
+        campaign waited up to an interval (0.5 s for the send lanes) after the fan-out."""
+        self._nudged.set()
 
     def wake(self) -> None:
         """Let the sleeping lanes run one round (a graceful stop: a lane that finishes on stop must

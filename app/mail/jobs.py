@@ -59,7 +59,10 @@ class MailJobs(JobSet):
         ]
 
     async def fan_out(self) -> int:
-        return len(await asyncio.to_thread(self.worker.fan_out))
+        fanned_out = len(await asyncio.to_thread(self.worker.fan_out))
+        if fanned_out and self.lanes is not None:
+            self.lanes.nudge()  # the campaign's first emails go now, not at the lanes' next poll
+        return fanned_out
 
     async def release_leases(self) -> int:
         await asyncio.to_thread(self.worker.release_leases)

@@ -1,11 +1,15 @@
 """kit.jobs.Lanes: while the queue is empty only the first lane polls it; the others wake when it finds
-work, keep going while they find some, and a stop wakes them."""
+work, keep going while they find some, and a stop wakes them; a nudge (new work queued) ends the first
+lane's sleep in the scheduler."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any, cast
 
-from app.kit.jobs import Lanes
+from app.config import Settings
+from app.kit.jobs import Job, Lanes
+from app.scheduler import Scheduler
 
 
 class Queue:
@@ -84,3 +88,51 @@ def test_a_stop_wakes_the_sleeping_lanes() -> None:
         assert [await asyncio.wait_for(task, 1) for task in sleeping] == [0, 0]
 
     asyncio.run(scenario())
+
+
+def test_a_nudge_ends_the_first_lanes_sleep_and_is_not_lost_during_a_round(settings: Settings) -> None:
+    """The scheduler sleeps a job an interval after a round that found nothing, unless its Job.wake is
+    set (Lanes.nudge, by the fan-out): then the first lane claims at once. A nudge that comes while a
+    round runs (the work was queued after the round looked) skips the sleep after it."""
+
+    async def scenario() -> None:
+        scheduler = Scheduler(settings, cast(Any, None))
+        scheduler._stopping = asyncio.Event()
+        queue = Queue()
+        lanes = Lanes("lane", 2, 30.0, queue.take)
+        lead = lanes.jobs()[0]
+        looping = asyncio.create_task(scheduler._loop(lead))
+        await asyncio.sleep(0.05)
+        assert queue.rounds == 1  # nothing found: asleep for 30 s
+        queue.items = 2
+        lanes.nudge()
+        await asyncio.sleep(0.05)
+        assert (queue.items, queue.rounds) == (0, 4)  # woken: took both, then found nothing again
+        looping.cancel()
+        await asyncio.gather(looping, return_exceptions=True)
+
+        arrived = asyncio.Event()
+
+        async def late_work() -> int:
+            # The work is queued, and the lane nudged, while this round is under way and finds nothing.
+            queue.rounds += 1
+            if queue.rounds == 5:
+                queue.items = 1
+                lanes.nudge()
+                return 0
+            arrived.set()
+            return await queue.take()
+
+        racing = asyncio.create_task(scheduler._loop(Job("racing", 30.0, late_work, wake=lead.wake)))
+        await asyncio.wait_for(arrived.wait(), 1)  # the next round came at once, not after 30 s
+        scheduler._stopping.set()
+        racing.cancel()
+        await asyncio.gather(racing, return_exceptions=True)
+
+    asyncio.run(scenario())
+
+
+def test_only_the_first_lane_is_nudged() -> None:
+    jobs = Lanes("lane", 3, 0.5, Queue().take).jobs()
+    assert jobs[0].wake is not None
+    assert [job.wake for job in jobs[1:]] == [None, None]
