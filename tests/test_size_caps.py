@@ -79,7 +79,7 @@ MAP_MODELS = [
 # Table row -> every value in the code that row stands for.
 CODE: dict[str, list[Any]] = {
     "/v1 JSON body (bytes)": [v1_request.MAX_BODY_BYTES],
-    "/v1 page size, `?limit=`": [v1_input.MAX_LIMIT],
+    "/v1 page size, `?limit=`": [v1_request.MAX_LIMIT],
     "/v1 integer behaviour values (`poll_interval_seconds`, `retention_days`, `digest_interval_seconds`)": [
         v1_input.MAX_INTEGER,
         *INTEGER_FIELDS,

@@ -20,9 +20,6 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 # The largest integer a behaviour value (an interval, a retention) may take: what the database's 32-bit
 # integer column holds. Any positive integer up to it is the client's to choose.
 MAX_INTEGER = 2**31 - 1
-DEFAULT_LIMIT = 50
-MAX_LIMIT = 200
-TRUE_WORDS = ("1", "true", "yes", "on")
 
 
 def invalid(errors: dict[str, list[str]], message: str = "The request is invalid.") -> DomainError:
