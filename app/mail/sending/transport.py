@@ -396,6 +396,9 @@ class SmtpTransport:
                     self._keep(connection)
                     raise _failure(exc.code, exc.text, about_recipient=exc.stage != "mail") from exc
                 except SmtpUnsupported as exc:
+                    # Refused before its commands went out: the content held from the email before,
+                    # which they were to follow, goes out now (its sender left it to this email, _settle).
+                    await self._write_held(connection)
                     self._keep(connection)
                     raise PermanentFailure(f"smtp: {exc}", bounce=False) from exc
                 except (OSError, TimeoutError, SmtpProtocolError) as exc:
@@ -427,9 +430,12 @@ class SmtpTransport:
         slot was freed: an email waiting for a slot (there usually is one while a campaign goes out)
         takes this connection next (the idle list is last in, first out) and writes the content ahead of
         its own commands. When none did by the time this email's turn comes again, the content goes out
-        alone, under a slot like any other use of a connection."""
+        alone, under a slot like any other use of a connection. An email that took the connection
+        answers for the content, even while it waits for its place (admit) before writing anything:
+        waiting for a slot then, only to find the connection taken, was a suspension and a slot held
+        for nothing for every second email of a campaign."""
         await asyncio.sleep(0)
-        if connection.held is held:
+        if connection.held is held and connection in self._idle:
             async with self._slots:
                 if connection.held is held and connection in self._idle:
                     self._idle.remove(connection)
@@ -441,6 +447,20 @@ class SmtpTransport:
                     finally:
                         self._keep(connection)
         return await held.reply
+
+    async def _write_held(self, connection: SmtpConnection) -> None:
+        """The content held on `connection`, written alone by the email that holds its slot; its own
+        email gets the answer, or the error that lost it, through its HeldContent."""
+        held = connection.held
+        if held is None:
+            return
+        try:
+            await connection.settle(held)
+        except (OSError, TimeoutError, SmtpProtocolError):
+            connection.abort()
+        except BaseException:
+            connection.abort()
+            raise
 
     def _idle_connection(self) -> SmtpConnection | None:
         while self._idle:

@@ -239,6 +239,36 @@ def test_non_ascii_addresses_need_smtputf8(run: Run[Any]) -> None:
         assert "SMTPUTF8" in str(refused)
 
 
+def test_a_content_held_for_an_email_refused_for_want_of_smtputf8_goes_out_alone(run: Run[Any]) -> None:
+    """The first email's content is held for the next email on its connection, which takes the
+    connection, waits for its place, and is refused before writing anything (a non-ASCII address, a
+    relay without SMTPUTF8): the first email's sender, which left its content to that email, still gets
+    it delivered and answered."""
+    with running(SmtpSink("127.0.0.1", free_port()), enable_SMTPUTF8=False) as sink:
+        transport = SmtpTransport(sink.url, size=1)
+
+        async def slow_place() -> None:
+            await asyncio.sleep(0.05)  # the first email looks at its connection meanwhile: taken
+
+        async def go() -> list[BaseException | None]:
+            try:
+                return await asyncio.wait_for(
+                    asyncio.gather(
+                        transport.send("news@example.com", "first@example.com", MESSAGE),
+                        transport.send("news@example.com", "josé@example.com", MESSAGE, admit=slow_place),
+                        return_exceptions=True,
+                    ),
+                    5,
+                )
+            finally:
+                await transport.close()
+
+        first, second = run(go())
+    assert first is None
+    assert isinstance(second, PermanentFailure) and "SMTPUTF8" in str(second)
+    assert [r.recipients for r in sink.received] == [["first@example.com"]]
+
+
 def test_an_address_that_would_inject_commands_is_refused_before_sending(
     sink: SmtpSink, run: Run[Any]
 ) -> None:
