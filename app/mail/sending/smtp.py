@@ -159,6 +159,11 @@ class HeldContent:
         # before, the email can go out on another connection.
         self.written = False
 
+    def answered(self, answer: tuple[int, str]) -> None:
+        # Not when its email was cancelled while it waited (the process is stopping).
+        if not self.reply.done():
+            self.reply.set_result(answer)
+
     def lost(self, error: BaseException) -> None:
         if not self.reply.done():
             if not isinstance(error, Exception):
@@ -326,7 +331,7 @@ class SmtpConnection:
                 self._write(held.content)
                 held.written = True
                 [answer] = await self._read(1, timed=False)
-                held.reply.set_result(answer)
+                held.answered(answer)
             except BaseException as exc:
                 held.lost(exc)
                 raise
@@ -392,10 +397,10 @@ class SmtpConnection:
             if self.replies.replies:
                 # The content's answer came before the connection broke (a relay that closes after a
                 # message, say): that email is settled; only this one's commands were lost.
-                held.reply.set_result(self.replies.replies.popleft())
+                held.answered(self.replies.replies.popleft())
             held.lost(exc)
             raise
-        held.reply.set_result(answers[0])
+        held.answered(answers[0])
         return answers[1:]
 
     async def _abandon(self, answers: list[tuple[int, str]]) -> None:

@@ -263,6 +263,8 @@ class SmtpTransport:
         self.timeout = timeout
         self._idle: list[SmtpConnection] = []
         self._slots = asyncio.Semaphore(self.size)
+        # The tasks writing a held content alone (_settle_if_left).
+        self._settling: set[asyncio.Task[None]] = set()
         self._tls_context: ssl.SSLContext | None = None
         # What EHLO says (TIDINGS_SMTP_HELO_NAME or the base URL's host); None: the machine's name.
         self._local_name: str | None = local_name
@@ -429,34 +431,40 @@ class SmtpTransport:
         """The answer to an email's held content. The connection went back to the pool with it, and the
         slot was freed: an email waiting for a slot (there usually is one while a campaign goes out)
         takes this connection next (the idle list is last in, first out) and writes the content ahead of
-        its own commands. When none did by the time this email's turn comes again, the content goes out
-        alone, under a slot like any other use of a connection. An email that took the connection
-        answers for the content, even while it waits for its place (admit) before writing anything:
-        waiting for a slot then, only to find the connection taken, was a suspension and a slot held
-        for nothing for every second email of a campaign."""
-        await asyncio.sleep(0)
-        if connection.held is held and connection in self._idle:
-            async with self._slots:
-                if connection.held is held and connection in self._idle:
-                    self._idle.remove(connection)
-                    try:
-                        return await connection.settle(held)
-                    except BaseException:
-                        connection.abort()
-                        raise
-                    finally:
-                        self._keep(connection)
+        its own commands, or loses it with the connection. When none took it by the time the loop comes
+        round again (_settle_if_left), the content goes out alone, under a slot like any other use of a
+        connection. A callback rather than `sleep(0)`: the email's coroutines were resumed once more an
+        email only to look."""
+        asyncio.get_running_loop().call_soon(self._settle_if_left, connection, held)
         return await held.reply
 
+    def _settle_if_left(self, connection: SmtpConnection, held: HeldContent) -> None:
+        """Called soon after `held` went back to the pool with its connection, after the emails that a
+        slot freed then woke: when none took the connection, the content goes out alone."""
+        if connection.held is held and connection in self._idle:
+            task = asyncio.get_running_loop().create_task(self._settle_alone(connection, held))
+            self._settling.add(task)  # a reference until it is done (the loop keeps only a weak one)
+            task.add_done_callback(self._settling.discard)
+
+    async def _settle_alone(self, connection: SmtpConnection, held: HeldContent) -> None:
+        async with self._slots:
+            # Another email may have taken the connection while this one waited for a slot.
+            if connection.held is held and connection in self._idle:
+                self._idle.remove(connection)
+                try:
+                    await self._write_held(connection)
+                finally:
+                    self._keep(connection)
+
     async def _write_held(self, connection: SmtpConnection) -> None:
-        """The content held on `connection`, written alone by the email that holds its slot; its own
-        email gets the answer, or the error that lost it, through its HeldContent."""
+        """The content held on `connection`, written alone under a slot; its email gets the answer, or
+        the error that lost it, through its HeldContent."""
         held = connection.held
         if held is None:
             return
         try:
             await connection.settle(held)
-        except (OSError, TimeoutError, SmtpProtocolError):
+        except Exception:
             connection.abort()
         except BaseException:
             connection.abort()

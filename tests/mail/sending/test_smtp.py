@@ -269,6 +269,34 @@ def test_a_content_held_for_an_email_refused_for_want_of_smtputf8_goes_out_alone
     assert [r.recipients for r in sink.received] == [["first@example.com"]]
 
 
+def test_an_email_cancelled_while_its_content_is_held_leaves_the_next_email_unharmed(run: Run[Any]) -> None:
+    """The process stops while the first email waits for its content's answer (held for the next email
+    on its connection): the next email still writes that content ahead of its own commands and is sent."""
+    with running(SmtpSink("127.0.0.1", free_port())) as sink:
+        transport = SmtpTransport(sink.url, size=1)
+
+        async def go() -> tuple[bool, BaseException | None]:
+            first = asyncio.ensure_future(transport.send("news@example.com", "first@example.com", MESSAGE))
+
+            async def cancel_the_first() -> None:
+                first.cancel()
+                await asyncio.sleep(0)
+
+            try:
+                second = await asyncio.gather(
+                    transport.send("news@example.com", "second@example.com", MESSAGE, admit=cancel_the_first),
+                    return_exceptions=True,
+                )
+                await asyncio.gather(first, return_exceptions=True)
+                return first.cancelled(), second[0]
+            finally:
+                await transport.close()
+
+        cancelled, second = run(go())
+    assert cancelled and second is None
+    assert [r.recipients for r in sink.received] == [["first@example.com"], ["second@example.com"]]
+
+
 def test_an_address_that_would_inject_commands_is_refused_before_sending(
     sink: SmtpSink, run: Run[Any]
 ) -> None:
