@@ -431,16 +431,24 @@ class SmtpTransport:
         """The answer to an email's held content. The connection went back to the pool with it, and the
         slot was freed: an email waiting for a slot (there usually is one while a campaign goes out)
         takes this connection next (the idle list is last in, first out) and writes the content ahead of
-        its own commands, or loses it with the connection. When none took it by the time the loop comes
-        round again (_settle_if_left), the content goes out alone, under a slot like any other use of a
-        connection. A callback rather than `sleep(0)`: the email's coroutines were resumed once more an
-        email only to look."""
-        asyncio.get_running_loop().call_soon(self._settle_if_left, connection, held)
+        its own commands, or loses it with the connection. When none took it two turns of the loop later
+        (_settle_if_left), the content goes out alone, under a slot like any other use of a connection.
+
+        Two turns: the waiter this email woke runs in the next one, but when several emails give their
+        connections back in one turn, the first waiter takes the last connection given back (the idle
+        list is last in, first out) and the first email's connection waits for a later waiter of that
+        same turn; looked at after one turn (the `sleep(0)` this was), four emails in ten found theirs
+        still idle and waited for a slot to write their content alone, only to find it taken by then;
+        after two, three in a hundred, nearly all at the end of a batch, when no email waits. A callback
+        rather than a `sleep(0)`: the email's coroutines were resumed once more an email only to look."""
+        loop = asyncio.get_running_loop()
+        loop.call_soon(loop.call_soon, self._settle_if_left, connection, held)
         return await held.reply
 
     def _settle_if_left(self, connection: SmtpConnection, held: HeldContent) -> None:
-        """Called soon after `held` went back to the pool with its connection, after the emails that a
-        slot freed then woke: when none took the connection, the content goes out alone."""
+        """Called two turns of the loop after `held` went back to the pool with its connection, after
+        the emails that slots freed then woke: when none took the connection, the content goes out
+        alone."""
         if connection.held is held and connection in self._idle:
             task = asyncio.get_running_loop().create_task(self._settle_alone(connection, held))
             self._settling.add(task)  # a reference until it is done (the loop keeps only a weak one)

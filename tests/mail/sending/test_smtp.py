@@ -128,6 +128,39 @@ def test_a_busy_connection_writes_each_content_ahead_of_the_next_emails_commands
     assert [r.recipients for r in sink.received] == [[f"r{n}@example.com"] for n in range(4)]
 
 
+def test_connections_given_back_in_one_turn_each_carry_their_content_to_the_next_email(
+    run: Run[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forty emails at once over four connections: connections often come back to the pool in one turn
+    of the event loop (their replies arrive together), each holding its email's content, while emails
+    wait for one. Each content goes out ahead of a waiting email's commands, and its email sees it
+    taken; only the last on each connection, when no email waits, is left to go out alone."""
+    looked_alone: list[bytes] = []  # contents left on an idle connection when their email looked
+    settle_alone = SmtpTransport._settle_alone
+
+    async def counted(transport: SmtpTransport, connection: SmtpConnection, held: HeldContent) -> None:
+        looked_alone.append(held.content)
+        await settle_alone(transport, connection, held)
+
+    monkeypatch.setattr(SmtpTransport, "_settle_alone", counted)
+    with running(SmtpSink("127.0.0.1", free_port())) as sink:
+        transport = SmtpTransport(sink.url, size=4)
+
+        async def go() -> list[BaseException | None]:
+            try:
+                return await asyncio.gather(
+                    *(transport.send("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(40)),
+                    return_exceptions=True,
+                )
+            finally:
+                await transport.close()
+
+        results = run(go())
+    assert results == [None] * 40
+    assert len(sink.received) == 40
+    assert len(looked_alone) <= 4
+
+
 def test_each_refusal_goes_to_its_own_email_when_the_dialogues_overlap(run: Run[Any]) -> None:
     """Emails sent at once over one pipelining connection: each answer, the content's included (it comes
     with the next email's answers), is its own email's."""
