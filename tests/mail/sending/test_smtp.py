@@ -144,18 +144,9 @@ def test_connections_given_back_in_one_turn_each_carry_their_content_to_the_next
 
     monkeypatch.setattr(SmtpTransport, "_settle_alone", counted)
     with running(SmtpSink("127.0.0.1", free_port())) as sink:
-        transport = SmtpTransport(sink.url, size=4)
-
-        async def go() -> list[BaseException | None]:
-            try:
-                return await asyncio.gather(
-                    *(transport.send("news@example.com", f"r{n}@example.com", MESSAGE) for n in range(40)),
-                    return_exceptions=True,
-                )
-            finally:
-                await transport.close()
-
-        results = run(go())
+        results = send_at_once(
+            run, SmtpTransport(sink.url, size=4), *(f"r{n}@example.com" for n in range(40))
+        )
     assert results == [None] * 40
     assert len(sink.received) == 40
     assert len(looked_alone) <= 4
