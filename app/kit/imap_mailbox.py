@@ -14,8 +14,9 @@ import ssl
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from app.kit.flags import TRUE_WORDS
+
 IMAP_TIMEOUT_SECONDS = 30.0
-TRUE_WORDS = {"1", "true", "yes", "on"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,13 +10,13 @@ import orjson
 from fastapi import Depends, Request
 
 from app.kit.body import BodyTooLarge, read_capped
+from app.kit.flags import TRUE_WORDS
 from app.kit.ids import normalize_ulid
 from app.kit.v1_input import Cursor, invalid
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-TRUE_WORDS = ("1", "true", "yes", "on")
 
 
 async def read_v1_body(request: Request) -> bytes:

@@ -32,6 +32,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from app.kit.flags import TRUE_WORDS
 from app.mail.bounces.bounce_classes import classify
 from app.mail.sending.pace import Pace, is_throttle
 from app.mail.sending.smtp import (
@@ -46,7 +47,6 @@ from app.mail.sending.smtp import (
 RECONNECT_PAUSE_SECONDS = 5.0
 # How long the check at start waits for the relay to take a connection.
 RELAY_PROBE_SECONDS = 3.0
-TRUE_WORDS = {"1", "true", "yes", "on"}
 # A relay at its cap makes an email wait this long for its turn at most; a later turn is a deferral.
 MAX_PACE_WAIT_SECONDS = 1.0
 # How long receivers count a rate over (TIDINGS_SMTP_THROTTLE_WINDOW's default): see pace.py.
